@@ -1,1 +1,72 @@
-//! placeholder
+//! MCAP (ros2 profile) writing, reading and checking, rosbag2 bag
+//! directories, ROS 2 message definitions and CDR.
+//!
+//! The format stage knows nothing of the kernel: [`writer::McapWriter`]
+//! frames a file over any [`std::io::Write`], [`chunk`] builds and seals
+//! chunks on whichever thread calls it, and [`reader`] verifies files with
+//! bounded memory.
+//!
+//! ```
+//! use edgerec_format::chunk::{ChunkBuilder, ChunkCompressor, Compression};
+//! use edgerec_format::records::{Channel, Schema};
+//! use edgerec_format::writer::{McapWriter, PROFILE_ROS2};
+//!
+//! let mut w = McapWriter::new(Vec::new(), PROFILE_ROS2, "doc").unwrap();
+//! w.add_schema(&Schema { id: 1, name: "std_msgs/msg/String".into(),
+//!     encoding: "ros2msg".into(), data: b"string data".to_vec() }).unwrap();
+//! w.add_channel(&Channel { id: 1, schema_id: 1, topic: "/chatter".into(),
+//!     message_encoding: "cdr".into(), metadata: Default::default() }).unwrap();
+//! let mut b = ChunkBuilder::new(1 << 16);
+//! b.push(1, 0, 10, 10, &edgerec_format::cdr::msg::string("hi"));
+//! let mut z = ChunkCompressor::new(Compression::Zstd { level: 3 }).unwrap();
+//! w.write_chunk(&b.take().seal(&mut z)).unwrap();
+//! let (bytes, summary) = w.finish().unwrap();
+//! assert_eq!(summary.statistics.message_count, 1);
+//! assert_eq!(&bytes[..8], edgerec_format::records::MAGIC);
+//! ```
+#![deny(missing_docs)]
+
+pub mod bag;
+pub mod cdr;
+pub mod chunk;
+pub mod msgdefs;
+pub mod reader;
+pub mod records;
+pub mod writer;
+
+/// Errors of reading and writing MCAP files.
+#[derive(Debug, thiserror::Error)]
+pub enum FormatError {
+    /// The sink or source failed.
+    #[error("I/O error: {0}")]
+    Io(#[from] std::io::Error),
+    /// An earlier write failed; the writer refuses further writes.
+    #[error("the writer failed earlier and accepts no more records")]
+    WriterFailed,
+    /// Bytes that are not valid MCAP.
+    #[error("at byte {offset}: {what}")]
+    Corrupt {
+        /// File offset of the bad record.
+        offset: u64,
+        /// What is wrong.
+        what: String,
+    },
+    /// A CRC does not match.
+    #[error("at byte {offset}: {what} CRC mismatch (stored {saved:#010x}, computed {calculated:#010x})")]
+    BadCrc {
+        /// File offset of the record holding the CRC.
+        offset: u64,
+        /// Which CRC.
+        what: &'static str,
+        /// The stored value.
+        saved: u32,
+        /// The computed value.
+        calculated: u32,
+    },
+    /// A record field could not be decoded.
+    #[error("record does not decode: {0}")]
+    Decode(#[from] records::DecodeError),
+    /// The caller broke an invariant (a channel without its schema...).
+    #[error("{0}")]
+    Inconsistent(String),
+}

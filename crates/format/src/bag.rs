@@ -1,0 +1,289 @@
+//! rosbag2 bag directories: `metadata.yaml` and its atomic replacement.
+//!
+//! `ros2 bag info/play` opens a directory through `metadata.yaml`. Humble
+//! reads versions up to 5, Jazzy up to 9; both read 5, so 5 is the default.
+//! Version 9 (Jazzy) adds `ros_distro`, `custom_data`,
+//! `type_description_hash` and writes `offered_qos_profiles` as a YAML
+//! sequence rather than a string. The file is rewritten whenever a segment
+//! closes, through a temporary file, rename and a directory fsync, so a
+//! power cut leaves either the old or the new file, never a torn one.
+
+use std::fmt::Write as _;
+use std::fs::{self, File, OpenOptions};
+use std::io::Write;
+use std::path::Path;
+
+/// Which rosbag2 metadata version to write.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum MetadataVersion {
+    /// Version 5, read by Humble and later.
+    #[default]
+    Humble,
+    /// Version 9, read by Jazzy and later.
+    Jazzy,
+}
+
+/// One topic of the bag.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopicInfo {
+    /// Topic name.
+    pub name: String,
+    /// `pkg/msg/Type`.
+    pub type_name: String,
+    /// `cdr`.
+    pub serialization_format: String,
+    /// The offered QoS profiles as rosbag2's YAML text (a sequence).
+    pub offered_qos_profiles: String,
+    /// Messages over all files.
+    pub message_count: u64,
+}
+
+/// One file of the bag.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileInfo {
+    /// Path relative to the bag directory.
+    pub path: String,
+    /// First message log time, ns since epoch.
+    pub starting_time_ns: u64,
+    /// Last minus first log time, ns.
+    pub duration_ns: u64,
+    /// Messages in the file.
+    pub message_count: u64,
+}
+
+/// The content of `metadata.yaml`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct BagMetadata {
+    /// Version to write.
+    pub version: MetadataVersion,
+    /// Topics, in the order they were first seen.
+    pub topics: Vec<TopicInfo>,
+    /// Closed files, in order.
+    pub files: Vec<FileInfo>,
+}
+
+fn yaml_str(s: &str) -> String {
+    // Single-quoted YAML scalars only need '' for a quote; newlines would
+    // fold, so multi-line text uses a double-quoted scalar with escapes.
+    if s.contains('\n') || s.contains('\\') || s.contains('"') {
+        let mut o = String::from("\"");
+        for ch in s.chars() {
+            match ch {
+                '\n' => o.push_str("\\n"),
+                '\\' => o.push_str("\\\\"),
+                '"' => o.push_str("\\\""),
+                c => o.push(c),
+            }
+        }
+        o.push('"');
+        o
+    } else {
+        format!("'{}'", s.replace('\'', "''"))
+    }
+}
+
+impl BagMetadata {
+    /// Earliest start over all files (0 when empty).
+    pub fn starting_time_ns(&self) -> u64 {
+        self.files
+            .iter()
+            .filter(|f| f.message_count > 0)
+            .map(|f| f.starting_time_ns)
+            .min()
+            .unwrap_or(0)
+    }
+    /// Span from the earliest start to the latest end.
+    pub fn duration_ns(&self) -> u64 {
+        let start = self.starting_time_ns();
+        self.files
+            .iter()
+            .filter(|f| f.message_count > 0)
+            .map(|f| f.starting_time_ns + f.duration_ns)
+            .max()
+            .map(|end| end.saturating_sub(start))
+            .unwrap_or(0)
+    }
+    /// Messages over all files.
+    pub fn message_count(&self) -> u64 {
+        self.files.iter().map(|f| f.message_count).sum()
+    }
+
+    /// The YAML text.
+    pub fn to_yaml(&self) -> String {
+        let v9 = self.version == MetadataVersion::Jazzy;
+        let mut y = String::with_capacity(1024);
+        let _ = writeln!(y, "rosbag2_bagfile_information:");
+        let _ = writeln!(y, "  version: {}", if v9 { 9 } else { 5 });
+        let _ = writeln!(y, "  storage_identifier: mcap");
+        let _ = writeln!(y, "  duration:\n    nanoseconds: {}", self.duration_ns());
+        let _ = writeln!(
+            y,
+            "  starting_time:\n    nanoseconds_since_epoch: {}",
+            self.starting_time_ns()
+        );
+        let _ = writeln!(y, "  message_count: {}", self.message_count());
+        if self.topics.is_empty() {
+            let _ = writeln!(y, "  topics_with_message_count: []");
+        } else {
+            let _ = writeln!(y, "  topics_with_message_count:");
+        }
+        for t in &self.topics {
+            let _ = writeln!(y, "    - topic_metadata:");
+            let _ = writeln!(y, "        name: {}", yaml_str(&t.name));
+            let _ = writeln!(y, "        type: {}", yaml_str(&t.type_name));
+            let _ = writeln!(
+                y,
+                "        serialization_format: {}",
+                yaml_str(&t.serialization_format)
+            );
+            if v9 {
+                let q = t.offered_qos_profiles.trim();
+                if q.is_empty() || q == "[]" {
+                    let _ = writeln!(y, "        offered_qos_profiles: []");
+                } else {
+                    let _ = writeln!(y, "        offered_qos_profiles:");
+                    for line in q.lines() {
+                        let _ = writeln!(y, "          {line}");
+                    }
+                }
+                let _ = writeln!(y, "        type_description_hash: ''");
+            } else {
+                let _ = writeln!(
+                    y,
+                    "        offered_qos_profiles: {}",
+                    yaml_str(&t.offered_qos_profiles)
+                );
+            }
+            let _ = writeln!(y, "      message_count: {}", t.message_count);
+        }
+        let _ = writeln!(y, "  compression_format: ''");
+        let _ = writeln!(y, "  compression_mode: ''");
+        if self.files.is_empty() {
+            let _ = writeln!(y, "  relative_file_paths: []");
+            let _ = writeln!(y, "  files: []");
+        } else {
+            let _ = writeln!(y, "  relative_file_paths:");
+            for f in &self.files {
+                let _ = writeln!(y, "    - {}", yaml_str(&f.path));
+            }
+            let _ = writeln!(y, "  files:");
+            for f in &self.files {
+                let _ = writeln!(y, "    - path: {}", yaml_str(&f.path));
+                let _ = writeln!(
+                    y,
+                    "      starting_time:\n        nanoseconds_since_epoch: {}",
+                    f.starting_time_ns
+                );
+                let _ = writeln!(y, "      duration:\n        nanoseconds: {}", f.duration_ns);
+                let _ = writeln!(y, "      message_count: {}", f.message_count);
+            }
+        }
+        if v9 {
+            let _ = writeln!(y, "  custom_data: ~");
+            let _ = writeln!(y, "  ros_distro: jazzy");
+        }
+        y
+    }
+
+    /// Writes `dir/metadata.yaml` atomically: temp file, fsync, rename,
+    /// directory fsync.
+    pub fn write_atomic(&self, dir: &Path) -> std::io::Result<()> {
+        write_file_atomic(dir, "metadata.yaml", self.to_yaml().as_bytes())
+    }
+}
+
+/// Replaces `dir/name` with `data` so that a power cut leaves the old or the
+/// new content.
+pub fn write_file_atomic(dir: &Path, name: &str, data: &[u8]) -> std::io::Result<()> {
+    let tmp = dir.join(format!(".{name}.tmp"));
+    {
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&tmp)?;
+        f.write_all(data)?;
+        f.sync_all()?;
+    }
+    fs::rename(&tmp, dir.join(name))?;
+    sync_dir(dir)
+}
+
+/// fsyncs a directory so a rename or create in it is durable.
+pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    File::open(dir)?.sync_all()
+}
+
+/// rosbag2's YAML for one offered QoS profile, as `ros2 bag record` writes
+/// it (Humble numbering: history 1 keep_last, reliability 1 reliable / 2
+/// best effort, durability 1 transient_local / 2 volatile; infinite
+/// durations as 2147483647 s + 4294967295 ns).
+pub fn qos_profile_yaml(reliable: bool, transient_local: bool, depth: u32) -> String {
+    let inf = "\n    sec: 2147483647\n    nsec: 4294967295";
+    format!(
+        "- history: 1\n  depth: {depth}\n  reliability: {}\n  durability: {}\n  deadline:{inf}\n  lifespan:{inf}\n  liveliness: 1\n  liveliness_lease_duration:{inf}\n  avoid_ros_namespace_conventions: false",
+        if reliable { 1 } else { 2 },
+        if transient_local { 1 } else { 2 },
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(version: MetadataVersion) -> BagMetadata {
+        BagMetadata {
+            version,
+            topics: vec![TopicInfo {
+                name: "/imu".into(),
+                type_name: "sensor_msgs/msg/Imu".into(),
+                serialization_format: "cdr".into(),
+                offered_qos_profiles: qos_profile_yaml(true, false, 10),
+                message_count: 30,
+            }],
+            files: vec![
+                FileInfo {
+                    path: "s_0.mcap".into(),
+                    starting_time_ns: 1_000,
+                    duration_ns: 500,
+                    message_count: 20,
+                },
+                FileInfo {
+                    path: "s_1.mcap".into(),
+                    starting_time_ns: 1_600,
+                    duration_ns: 400,
+                    message_count: 10,
+                },
+            ],
+        }
+    }
+
+    #[test]
+    fn totals_span_all_files() {
+        let m = sample(MetadataVersion::Humble);
+        assert_eq!(m.starting_time_ns(), 1_000);
+        assert_eq!(m.duration_ns(), 1_000);
+        assert_eq!(m.message_count(), 30);
+        let y = m.to_yaml();
+        assert!(y.contains("  version: 5\n"));
+        assert!(y.contains("    nanoseconds: 1000\n"));
+        assert!(y.contains("offered_qos_profiles: \"- history: 1\\n"));
+    }
+
+    #[test]
+    fn jazzy_writes_version_9_with_qos_sequence() {
+        let y = sample(MetadataVersion::Jazzy).to_yaml();
+        assert!(y.contains("  version: 9\n"));
+        assert!(y.contains("        offered_qos_profiles:\n          - history: 1\n"));
+        assert!(y.contains("  ros_distro: jazzy\n"));
+    }
+
+    #[test]
+    fn atomic_write_replaces() {
+        let d = tempfile::tempdir().unwrap();
+        write_file_atomic(d.path(), "metadata.yaml", b"a").unwrap();
+        write_file_atomic(d.path(), "metadata.yaml", b"bb").unwrap();
+        assert_eq!(fs::read(d.path().join("metadata.yaml")).unwrap(), b"bb");
+        assert!(!d.path().join(".metadata.yaml.tmp").exists());
+    }
+}
