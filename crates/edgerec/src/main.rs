@@ -1,1 +1,278 @@
-fn main() {}
+//! `edgerec`: the recorder daemon and its tools. This file only wires the
+//! library crates together: parse the command line, load the config, start
+//! and stop the recorder, print what the libraries report, choose the exit
+//! code.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::{Parser, Subcommand};
+use edgerec_config::Config;
+use edgerec_format::info;
+use edgerec_recorder::synthetic::SyntheticSource;
+use edgerec_recorder::{Recorder, RecorderOptions, RecorderStatus, SystemClock};
+
+/// sysexits EX_CONFIG: the configuration is wrong; nothing was created.
+const EXIT_CONFIG: u8 = 78;
+/// sysexits EX_IOERR: storage failed during the recording.
+const EXIT_IOERR: u8 = 74;
+
+#[derive(Parser, Debug)]
+#[command(name = "edgerec", version, about = "Data recorder for NVIDIA Jetson: ROS 2 topics and cameras into rosbag2 MCAP bags")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Record until SIGINT/SIGTERM (or --duration).
+    Run {
+        /// The configuration file.
+        #[arg(long, short, default_value = "/data/edgerec/edgerec.toml")]
+        config: PathBuf,
+        /// Stop after this long (`10s`, `5m`, `1h`).
+        #[arg(long, short)]
+        duration: Option<String>,
+        /// Write the final report as JSON to this file.
+        #[arg(long)]
+        report_json: Option<PathBuf>,
+        /// Never print the live status line, even on a terminal.
+        #[arg(long)]
+        quiet: bool,
+    },
+    /// Describe a bag directory or an MCAP file (like `ros2 bag info`).
+    Info {
+        /// A bag directory or an .mcap file.
+        path: PathBuf,
+    },
+    /// Verify structure and every CRC; exit 0 when valid, 1 when not.
+    Check {
+        /// A bag directory or an .mcap file.
+        path: PathBuf,
+    },
+    /// Print the version.
+    Version,
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("EDGEREC_LOG")
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    match cli.cmd {
+        Cmd::Run {
+            config,
+            duration,
+            report_json,
+            quiet,
+        } => run(&config, duration.as_deref(), report_json.as_deref(), quiet),
+        Cmd::Info { path } => match info::inspect(&path) {
+            Ok(i) => {
+                print!("{i}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("edgerec info: {}: {e}", path.display());
+                ExitCode::from(1)
+            }
+        },
+        Cmd::Check { path } => check(&path),
+        Cmd::Version => {
+            println!("edgerec {}", env!("CARGO_PKG_VERSION"));
+            ExitCode::SUCCESS
+        }
+    }
+}
+
+fn check(path: &Path) -> ExitCode {
+    match info::check(path) {
+        Ok(results) => {
+            let mut ok = true;
+            for r in results {
+                match r.result {
+                    Ok(rep) => println!(
+                        "OK      {}: {} messages in {} chunks, {} channels, every CRC verified",
+                        r.path.display(),
+                        rep.messages,
+                        rep.chunks,
+                        rep.channels
+                    ),
+                    Err(e) => {
+                        ok = false;
+                        println!("INVALID {}: {e}", r.path.display());
+                    }
+                }
+            }
+            if ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        Err(e) => {
+            println!("INVALID {}: {e}", path.display());
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run(
+    config: &Path,
+    duration: Option<&str>,
+    report_json: Option<&Path>,
+    quiet: bool,
+) -> ExitCode {
+    let cfg = match Config::load(config) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("edgerec: configuration error: {e}");
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
+    let limit = match duration.map(edgerec_config::parse_duration).transpose() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("edgerec: --duration {}: {e}", duration.unwrap_or(""));
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
+    match record(&cfg, limit, report_json, quiet) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(EXIT_IOERR),
+        Err(e) => {
+            eprintln!("edgerec: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Records; Ok(false) when storage failed during the recording (what was
+/// written before stays on disk).
+fn record(
+    cfg: &Config,
+    limit: Option<Duration>,
+    report_json: Option<&Path>,
+    quiet: bool,
+) -> anyhow::Result<bool> {
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        // A second signal while stopping exits at once.
+        signal_hook::flag::register_conditional_shutdown(sig, 130, stop.clone())
+            .context("installing the signal handler")?;
+        signal_hook::flag::register(sig, stop.clone()).context("installing the signal handler")?;
+    }
+    let sources = SyntheticSource::from_config(&cfg.sources.synthetic);
+    if sources.is_empty() {
+        tracing::warn!("no sources configured: the recording will hold no messages");
+    }
+    let rec = Recorder::start(RecorderOptions::from_config(cfg), sources, Arc::new(SystemClock))
+        .context("starting the recording")?;
+    let live = !quiet && std::io::stderr().is_terminal();
+    let started = Instant::now();
+    let mut last = (Instant::now(), 0u64);
+    let mut last_log = Instant::now();
+    while !stop.load(Ordering::Relaxed) && limit.is_none_or(|l| started.elapsed() < l) {
+        std::thread::sleep(Duration::from_millis(100));
+        if live && last.0.elapsed() >= Duration::from_millis(500) {
+            let s = rec.status();
+            live_line(&s, &mut last);
+        } else if !live && last_log.elapsed() >= Duration::from_secs(10) {
+            last_log = Instant::now();
+            let s = rec.status();
+            tracing::info!(
+                "{} MB written, {} messages, {} drops, {}",
+                s.bytes_written / 1_000_000,
+                s.messages_written,
+                s.drops(),
+                s.backend
+            );
+        }
+    }
+    if live {
+        eprintln!();
+    }
+    let report = rec.stop();
+    let secs = started.elapsed().as_secs_f64();
+    let (status, segments, ok) = match report {
+        Ok(r) => (r.status, r.segments, true),
+        Err(e) => {
+            eprintln!("edgerec: storage failed: {e}");
+            eprintln!("edgerec: data written before the failure is on disk; run `edgerec recover` on the .active segment");
+            return Ok(false);
+        }
+    };
+    println!("session:   {}", status.session_dir.display());
+    for s in &segments {
+        println!("segment:   {} ({} messages, {})", s.path.display(), s.messages, info::human_bytes(s.bytes));
+    }
+    println!(
+        "recorded:  {} messages, {} in {:.1} s ({:.1} MB/s), {} dropped, backend {}",
+        status.messages_written,
+        info::human_bytes(status.bytes_written),
+        secs,
+        status.bytes_written as f64 / secs / 1e6,
+        status.drops(),
+        status.backend
+    );
+    if let Some(p) = report_json {
+        let j = report_to_json(&status, secs, &segments);
+        std::fs::write(p, serde_json::to_vec_pretty(&j)?)
+            .with_context(|| format!("writing {}", p.display()))?;
+    }
+    Ok(ok)
+}
+
+fn live_line(s: &RecorderStatus, last: &mut (Instant, u64)) {
+    let dt = last.0.elapsed().as_secs_f64().max(1e-3);
+    let rate = (s.bytes_written.saturating_sub(last.1)) as f64 / dt / 1e6;
+    *last = (Instant::now(), s.bytes_written);
+    let mut err = std::io::stderr().lock();
+    let _ = write!(
+        err,
+        "\r\x1b[K{:>8.1} MB/s  {:>10} msgs  {:>6} drops  {}  {}  {:.0} s",
+        rate,
+        s.messages_written,
+        s.drops(),
+        s.backend,
+        s.state.as_str(),
+        s.elapsed.as_secs_f64()
+    );
+    let _ = err.flush();
+}
+
+fn report_to_json(
+    s: &RecorderStatus,
+    secs: f64,
+    segments: &[edgerec_recorder::segment::ClosedSegment],
+) -> serde_json::Value {
+    serde_json::json!({
+        "session_dir": s.session_dir,
+        "backend": s.backend,
+        "fallback_reason": s.fallback_reason,
+        "seconds": secs,
+        "bytes_written": s.bytes_written,
+        "messages_written": s.messages_written,
+        "chunks_written": s.chunks_written,
+        "drops": s.drops(),
+        "budget_peak": s.budget_peak,
+        "budget_limit": s.budget_limit,
+        "segments": segments.iter().map(|c| serde_json::json!({
+            "path": c.path, "messages": c.messages, "bytes": c.bytes,
+            "start_ns": c.start_ns, "end_ns": c.end_ns,
+        })).collect::<Vec<_>>(),
+        "channels": s.channels.iter().map(|c| serde_json::json!({
+            "topic": c.topic, "type": c.type_name, "accepted": c.accepted,
+            "dropped": c.dropped, "lost": c.lost, "written": c.written, "bytes": c.bytes,
+        })).collect::<Vec<_>>(),
+    })
+}

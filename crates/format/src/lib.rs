@@ -28,6 +28,7 @@
 
 pub mod bag;
 pub mod cdr;
+pub mod info;
 pub mod chunk;
 pub mod msgdefs;
 pub mod reader;
@@ -52,7 +53,9 @@ pub enum FormatError {
         what: String,
     },
     /// A CRC does not match.
-    #[error("at byte {offset}: {what} CRC mismatch (stored {saved:#010x}, computed {calculated:#010x})")]
+    #[error(
+        "at byte {offset}: {what} CRC mismatch (stored {saved:#010x}, computed {calculated:#010x})"
+    )]
     BadCrc {
         /// File offset of the record holding the CRC.
         offset: u64,

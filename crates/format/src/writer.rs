@@ -96,6 +96,12 @@ impl<W: Write> McapWriter<W> {
         &self.sink
     }
 
+    /// Gives up on the file and returns the sink (after a failure, to close
+    /// the file at its last good block).
+    pub fn into_sink(self) -> W {
+        self.sink
+    }
+
     /// Mutable access to the sink (for periodic sync ticks).
     pub fn sink_mut(&mut self) -> &mut W {
         &mut self.sink
@@ -237,11 +243,7 @@ impl<W: Write> McapWriter<W> {
         let mut groups: Vec<(u8, u64, u64)> = Vec::new();
         let mut group = |s: &Vec<u8>, opcode: u8, from: usize| {
             if s.len() > from {
-                groups.push((
-                    opcode,
-                    summary_start + from as u64,
-                    (s.len() - from) as u64,
-                ));
+                groups.push((opcode, summary_start + from as u64, (s.len() - from) as u64));
             }
         };
         let from = s.len();

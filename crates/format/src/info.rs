@@ -1,0 +1,280 @@
+//! `edgerec info` and `edgerec check` over a file or a bag directory.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use crate::reader::{check_file, read_summary, CheckReport, FileSummary};
+use crate::FormatError;
+
+/// How a file in a bag looks.
+#[derive(Debug)]
+pub enum FileState {
+    /// A closed file with a summary.
+    Closed(FileSummary),
+    /// An `.active` segment: being written, or left by a power cut.
+    Active,
+    /// Unreadable summary.
+    Broken(String),
+}
+
+/// One file of a bag.
+#[derive(Debug)]
+pub struct FileEntry {
+    /// Its path.
+    pub path: PathBuf,
+    /// Its size.
+    pub size: u64,
+    /// What was found.
+    pub state: FileState,
+}
+
+/// Per-topic totals.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TopicTotals {
+    /// `pkg/msg/Type`.
+    pub type_name: String,
+    /// `cdr`.
+    pub serialization: String,
+    /// Messages.
+    pub count: u64,
+}
+
+/// What `edgerec info` prints.
+#[derive(Debug, Default)]
+pub struct BagInfo {
+    /// What was inspected.
+    pub path: PathBuf,
+    /// Files, in name order (segment order).
+    pub files: Vec<FileEntry>,
+    /// Per topic.
+    pub topics: BTreeMap<String, TopicTotals>,
+    /// Earliest log time.
+    pub start_ns: u64,
+    /// Latest log time.
+    pub end_ns: u64,
+    /// Messages over closed files.
+    pub messages: u64,
+    /// Bytes over all files.
+    pub bytes: u64,
+    /// Compressions used.
+    pub compressions: Vec<String>,
+    /// Drops recorded in the files (`edgerec.drops`), per topic.
+    pub drops: BTreeMap<String, u64>,
+}
+
+/// Segment files of a bag directory, in segment order (`_<n>` numerically).
+pub fn segment_files(dir: &Path) -> Result<Vec<PathBuf>, FormatError> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            n.ends_with(".mcap") || n.ends_with(".mcap.active")
+        })
+        .collect();
+    let key = |p: &PathBuf| {
+        let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("").to_string();
+        let stem = n.trim_end_matches(".active").trim_end_matches(".mcap").to_string();
+        let idx = stem
+            .rsplit('_')
+            .next()
+            .and_then(|s| s.parse::<u64>().ok())
+            .unwrap_or(u64::MAX);
+        (idx, n)
+    };
+    v.sort_by_key(key);
+    Ok(v)
+}
+
+/// Reads the summaries of a file or of every segment of a bag directory.
+pub fn inspect(path: &Path) -> Result<BagInfo, FormatError> {
+    let files = if path.is_dir() {
+        segment_files(path)?
+    } else {
+        vec![path.to_path_buf()]
+    };
+    let mut info = BagInfo {
+        path: path.to_path_buf(),
+        start_ns: u64::MAX,
+        ..Default::default()
+    };
+    let mut comps = std::collections::BTreeSet::new();
+    for p in files {
+        let size = std::fs::metadata(&p)?.len();
+        info.bytes += size;
+        let is_active = p.extension().is_some_and(|e| e == "active");
+        let state = if is_active {
+            FileState::Active
+        } else {
+            match read_summary(&p) {
+                Ok(s) => {
+                    if let Some(st) = &s.statistics {
+                        if st.message_count > 0 {
+                            info.start_ns = info.start_ns.min(st.message_start_time);
+                            info.end_ns = info.end_ns.max(st.message_end_time);
+                        }
+                        info.messages += st.message_count;
+                        for (id, ch) in &s.channels {
+                            let t = info.topics.entry(ch.topic.clone()).or_default();
+                            t.type_name = s
+                                .schemas
+                                .get(&ch.schema_id)
+                                .map(|x| x.name.clone())
+                                .unwrap_or_default();
+                            t.serialization = ch.message_encoding.clone();
+                            t.count += st.channel_message_counts.get(id).copied().unwrap_or(0);
+                        }
+                    }
+                    if let Some(d) = s.metadata.get("edgerec.drops") {
+                        for (topic, n) in d {
+                            *info.drops.entry(topic.clone()).or_insert(0) +=
+                                n.parse::<u64>().unwrap_or(0);
+                        }
+                    }
+                    comps.extend(s.compressions());
+                    FileState::Closed(s)
+                }
+                Err(e) => FileState::Broken(e.to_string()),
+            }
+        };
+        info.files.push(FileEntry { path: p, size, state });
+    }
+    if info.start_ns == u64::MAX {
+        info.start_ns = 0;
+    }
+    info.compressions = comps.into_iter().collect();
+    Ok(info)
+}
+
+/// Human-readable size.
+pub fn human_bytes(n: u64) -> String {
+    const U: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = n as f64;
+    let mut i = 0;
+    while v >= 1024.0 && i + 1 < U.len() {
+        v /= 1024.0;
+        i += 1;
+    }
+    if i == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", U[i])
+    }
+}
+
+fn fmt_time(ns: u64) -> String {
+    let secs = ns / 1_000_000_000;
+    let days = (secs / 86_400) as i64;
+    let (y, m, d) = {
+        // civil from days
+        let z = days + 719_468;
+        let era = z.div_euclid(146_097);
+        let doe = z.rem_euclid(146_097);
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        let mp = (5 * doy + 2) / 153;
+        let d = doy - (153 * mp + 2) / 5 + 1;
+        let m = if mp < 10 { mp + 3 } else { mp - 9 };
+        (yoe + era * 400 + i64::from(m <= 2), m, d)
+    };
+    let s = secs % 86_400;
+    format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}.{:09} UTC ({}.{:09})",
+        s / 3600,
+        (s / 60) % 60,
+        s % 60,
+        ns % 1_000_000_000,
+        secs,
+        ns % 1_000_000_000
+    )
+}
+
+impl fmt::Display for BagInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let dur = self.end_ns.saturating_sub(self.start_ns);
+        writeln!(f, "Files:             {}", self.files.len())?;
+        for e in &self.files {
+            let name = e.path.file_name().and_then(|n| n.to_str()).unwrap_or("?");
+            let note = match &e.state {
+                FileState::Closed(s) => format!(
+                    "{} messages",
+                    s.statistics.as_ref().map(|x| x.message_count).unwrap_or(0)
+                ),
+                FileState::Active => "ACTIVE: being written or unfinished (edgerec recover)".into(),
+                FileState::Broken(why) => format!("UNREADABLE: {why}"),
+            };
+            writeln!(f, "                   {name}  {}  {note}", human_bytes(e.size))?;
+        }
+        writeln!(f, "Bag size:          {}", human_bytes(self.bytes))?;
+        writeln!(f, "Storage id:        mcap")?;
+        writeln!(f, "Duration:          {:.3}s", dur as f64 / 1e9)?;
+        writeln!(f, "Start:             {}", fmt_time(self.start_ns))?;
+        writeln!(f, "End:               {}", fmt_time(self.end_ns))?;
+        writeln!(f, "Messages:          {}", self.messages)?;
+        writeln!(
+            f,
+            "Compression:       {}",
+            if self.compressions.is_empty() {
+                "none".to_string()
+            } else {
+                self.compressions.join(", ")
+            }
+        )?;
+        let total_drops: u64 = self.drops.values().sum();
+        writeln!(f, "Dropped:           {total_drops}")?;
+        write!(f, "Topic information: ")?;
+        if self.topics.is_empty() {
+            writeln!(f)?;
+        }
+        let w = self.topics.keys().map(|k| k.len()).max().unwrap_or(0);
+        for (i, (name, t)) in self.topics.iter().enumerate() {
+            if i > 0 {
+                write!(f, "                   ")?;
+            }
+            let hz = if dur > 0 && t.count > 1 {
+                format!("{:.2} Hz", (t.count - 1) as f64 / (dur as f64 / 1e9))
+            } else {
+                "-".into()
+            };
+            let drops = self.drops.get(name).copied().unwrap_or(0);
+            writeln!(
+                f,
+                "Topic: {name:<w$} | Type: {} | Count: {} | Frequency: {hz} | Dropped: {drops} | Serialization Format: {}",
+                t.type_name, t.count, t.serialization
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// The result of checking one file.
+#[derive(Debug)]
+pub struct FileCheck {
+    /// The file.
+    pub path: PathBuf,
+    /// Valid (with counts) or the first problem.
+    pub result: Result<CheckReport, FormatError>,
+}
+
+/// Checks a file, or every segment of a bag directory. An `.active`
+/// segment is reported invalid (unfinished).
+pub fn check(path: &Path) -> Result<Vec<FileCheck>, FormatError> {
+    let files = if path.is_dir() {
+        segment_files(path)?
+    } else {
+        vec![path.to_path_buf()]
+    };
+    if files.is_empty() {
+        return Err(FormatError::Inconsistent(format!(
+            "{}: no .mcap files here",
+            path.display()
+        )));
+    }
+    Ok(files
+        .into_iter()
+        .map(|p| {
+            let result = check_file(&p);
+            FileCheck { path: p, result }
+        })
+        .collect())
+}

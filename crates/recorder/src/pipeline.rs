@@ -1,0 +1,726 @@
+//! The pipeline: sources -> chunker -> compressor pool -> sequencer -> storage.
+//!
+//! Threads and what each owns:
+//! - one per source, pushing into its own bounded queue (never blocking);
+//! - the chunker: drains every source queue round-robin, assigns per-channel
+//!   sequence numbers, copies each payload once into the open chunk and hands
+//!   full (or aged) chunks to the pool, numbered;
+//! - `compressor_threads` compressors: seal chunks (compress + CRC) in any
+//!   order;
+//! - the sequencer: puts sealed chunks back in number order (a fixed-size
+//!   heapless heap; the chunker keeps at most [`MAX_CHUNKS_IN_FLIGHT`] out,
+//!   so it cannot overflow), writes them through the segment to the storage
+//!   writer, ticks the sync policy and closes the segment at the end.
+//!
+//! Memory: every queued envelope and every chunk in flight is charged to the
+//! [`MemoryBudget`]; a chunk's charge is released when it is on its way to
+//! the disk. A full budget makes sources drop (counted per channel), never
+//! wait.
+
+use std::cmp::Ordering as CmpOrdering;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender, TryRecvError};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use edgerec_format::bag::MetadataVersion;
+use edgerec_format::chunk::{ChunkBuilder, ChunkCompressor, Compression, OpenChunk, SealedChunk};
+use edgerec_storage::WriterOptions;
+
+use crate::budget::MemoryBudget;
+use crate::clock::RecordingClock;
+use crate::segment::{ClosedSegment, Segment, Session};
+use crate::source::{ChannelRegistry, Doorbell, SinkShared, Source, SourceQueue, SourceSink, StopFlag};
+use crate::status::{ChannelStatus, RecorderState, RecorderStatus};
+use crate::RecorderError;
+
+/// The most chunks between the chunker and the sequencer at once; also the
+/// capacity of the sequencer's reorder heap.
+pub const MAX_CHUNKS_IN_FLIGHT: usize = 32;
+
+/// Everything the pipeline needs to know, in its own terms.
+#[derive(Debug, Clone)]
+pub struct RecorderOptions {
+    /// Where session directories are created.
+    pub root: PathBuf,
+    /// Session name prefix.
+    pub session_prefix: String,
+    /// metadata.yaml version.
+    pub metadata_version: MetadataVersion,
+    /// The storage writer's options.
+    pub storage: WriterOptions,
+    /// Uncompressed chunk size that closes a chunk.
+    pub chunk_size: usize,
+    /// Chunk compression.
+    pub compression: Compression,
+    /// A chunk older than this is closed even if not full.
+    pub chunk_max_age: Duration,
+    /// Bytes all queued envelopes and chunks in flight may hold.
+    pub memory_budget: u64,
+    /// Compressor threads (0 = cores).
+    pub compressor_threads: usize,
+    /// Envelopes each source's queue holds.
+    pub queue_capacity: usize,
+    /// The MCAP header's library string.
+    pub library: String,
+}
+
+impl RecorderOptions {
+    /// Options from the configuration file.
+    pub fn from_config(cfg: &edgerec_config::Config) -> Self {
+        use edgerec_config::{Compression as C, RosDistro, StorageBackend as B};
+        let s = &cfg.storage;
+        Self {
+            root: cfg.recording.root.clone(),
+            session_prefix: cfg.recording.session_prefix.clone(),
+            metadata_version: match cfg.recording.ros_distro {
+                RosDistro::Humble => MetadataVersion::Humble,
+                RosDistro::Jazzy => MetadataVersion::Jazzy,
+            },
+            storage: WriterOptions {
+                block_size: s.block_size as usize,
+                queue_depth: s.queue_depth as usize,
+                sync_interval: s.sync_interval,
+                preallocate: s.preallocate,
+                backend: match s.backend {
+                    B::Auto => edgerec_storage::BackendChoice::Auto,
+                    B::IoUring => edgerec_storage::BackendChoice::IoUring,
+                    B::PwriteDirect => edgerec_storage::BackendChoice::PwriteDirect,
+                    B::Buffered => edgerec_storage::BackendChoice::Buffered,
+                },
+                ..WriterOptions::default()
+            },
+            chunk_size: cfg.mcap.chunk_size as usize,
+            compression: match cfg.mcap.compression {
+                C::None => Compression::None,
+                C::Lz4 => Compression::Lz4,
+                C::Zstd => Compression::Zstd {
+                    level: cfg.mcap.compression_level,
+                },
+            },
+            chunk_max_age: cfg.mcap.chunk_max_age,
+            memory_budget: cfg.pipeline.memory_budget,
+            compressor_threads: cfg.pipeline.compressor_threads,
+            queue_capacity: cfg.pipeline.queue_capacity,
+            library: format!("edgerec {}", env!("CARGO_PKG_VERSION")),
+        }
+    }
+}
+
+/// Counters the threads update and the status reads.
+#[derive(Debug, Default)]
+pub(crate) struct PipelineCounters {
+    pub(crate) bytes_written: AtomicU64,
+    pub(crate) durable_bytes: AtomicU64,
+    pub(crate) chunks_written: AtomicU64,
+    pub(crate) messages_written: AtomicU64,
+    pub(crate) in_flight: AtomicUsize,
+    pub(crate) fault: Mutex<Option<String>>,
+    pub(crate) segment: Mutex<PathBuf>,
+    pub(crate) stopping: AtomicBool,
+}
+
+struct ChunkJob {
+    no: u64,
+    chunk: OpenChunk,
+    charge: u64,
+    /// Channels whose first messages are in this chunk (sequence numbers
+    /// start at 0 there): the sequencer writes their records first.
+    channels: Vec<u16>,
+}
+
+struct Sealed {
+    no: u64,
+    sealed: SealedChunk,
+    charge: u64,
+    channels: Vec<u16>,
+}
+
+impl PartialEq for Sealed {
+    fn eq(&self, o: &Self) -> bool {
+        self.no == o.no
+    }
+}
+impl Eq for Sealed {}
+impl PartialOrd for Sealed {
+    fn partial_cmp(&self, o: &Self) -> Option<CmpOrdering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Sealed {
+    fn cmp(&self, o: &Self) -> CmpOrdering {
+        self.no.cmp(&o.no)
+    }
+}
+
+/// What a finished recording produced.
+#[derive(Debug, Clone)]
+pub struct RecordingReport {
+    /// The bag directory.
+    pub session_dir: PathBuf,
+    /// Closed segments.
+    pub segments: Vec<ClosedSegment>,
+    /// The final status.
+    pub status: RecorderStatus,
+}
+
+/// A running recording.
+pub struct Recorder {
+    stop: StopFlag,
+    sources: Vec<(String, JoinHandle<Result<(), crate::source::SourceError>>)>,
+    chunker: Option<JoinHandle<()>>,
+    compressors: Vec<JoinHandle<()>>,
+    sequencer: Option<JoinHandle<Result<Vec<ClosedSegment>, RecorderError>>>,
+    registry: Arc<ChannelRegistry>,
+    shared: Arc<SinkShared>,
+    counters: Arc<PipelineCounters>,
+    session_dir: PathBuf,
+    backend: String,
+    fallback_reason: Option<String>,
+    started: Instant,
+}
+
+impl std::fmt::Debug for Recorder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Recorder")
+            .field("session_dir", &self.session_dir)
+            .field("backend", &self.backend)
+            .finish()
+    }
+}
+
+impl Recorder {
+    /// Creates the session, opens the first segment and starts every thread.
+    /// Errors here (a root that cannot be created, a storage backend that is
+    /// refused) happen before any source runs.
+    pub fn start(
+        opts: RecorderOptions,
+        sources: Vec<Box<dyn Source>>,
+        clock: Arc<dyn RecordingClock>,
+    ) -> Result<Self, RecorderError> {
+        if opts.chunk_size == 0 || opts.queue_capacity == 0 {
+            return Err(RecorderError::Options(
+                "chunk_size and queue_capacity must be positive".into(),
+            ));
+        }
+        let registry = Arc::new(ChannelRegistry::default());
+        let doorbell = Arc::new(Doorbell::default());
+        let budget = Arc::new(MemoryBudget::new(opts.memory_budget));
+        let shared = Arc::new(SinkShared {
+            budget: budget.clone(),
+            registry: registry.clone(),
+            doorbell: doorbell.clone(),
+            clock: clock.clone(),
+            paused: AtomicBool::new(false),
+        });
+        let mut queues: Vec<SourceQueue> = Vec::new();
+        let mut ready = Vec::new();
+        for mut src in sources {
+            let (tx, rx) = mpsc::sync_channel(opts.queue_capacity);
+            let mut sink = SourceSink::new(tx, shared.clone());
+            src.register(&mut sink).map_err(|e| RecorderError::Source {
+                source_name: src.name(),
+                reason: e.to_string(),
+            })?;
+            queues.push(rx);
+            ready.push((src, sink));
+        }
+
+        let mut session = Session::create(
+            &opts.root,
+            &opts.session_prefix,
+            clock.now_ns(),
+            opts.metadata_version,
+            opts.storage.clone(),
+            opts.library.clone(),
+        )?;
+        let segment = session.open_segment(&registry.all())?;
+        let backend = segment.backend().to_string();
+        let fallback_reason = segment.fallback_reason();
+        let session_dir = session.dir().to_path_buf();
+        let counters = Arc::new(PipelineCounters::default());
+        *counters
+            .segment
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = segment.active_path().to_path_buf();
+        tracing::info!(
+            "recording into {} with {} ({} channels, chunks of {} B, compression {})",
+            session_dir.display(),
+            backend,
+            registry.all().len(),
+            opts.chunk_size,
+            opts.compression.display_name()
+        );
+        if let Some(r) = &fallback_reason {
+            tracing::warn!("storage fell back to {backend}: {r}");
+        }
+
+        let threads = if opts.compressor_threads == 0 {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(2)
+        } else {
+            opts.compressor_threads
+        };
+        let (job_tx, job_rx) = mpsc::sync_channel::<ChunkJob>(MAX_CHUNKS_IN_FLIGHT);
+        let job_rx = Arc::new(Mutex::new(job_rx));
+        let (sealed_tx, sealed_rx) = mpsc::channel::<Sealed>();
+        let (recycle_tx, recycle_rx) = mpsc::sync_channel::<Vec<u8>>(8);
+
+        let mut compressors = Vec::new();
+        for i in 0..threads {
+            let rx = job_rx.clone();
+            let tx = sealed_tx.clone();
+            let mut comp = ChunkCompressor::new(opts.compression).map_err(|e| {
+                RecorderError::Options(format!("compressor {i} cannot start: {e}"))
+            })?;
+            compressors.push(spawn(&format!("edgerec-zip{i}"), move || {
+                compressor_loop(rx, tx, &mut comp)
+            })?);
+        }
+        drop(sealed_tx);
+
+        let seq = {
+            let registry = registry.clone();
+            let counters = counters.clone();
+            let budget = budget.clone();
+            let shared = shared.clone();
+            spawn("edgerec-seq", move || {
+                sequencer_loop(
+                    session, segment, sealed_rx, recycle_tx, registry, counters, budget, shared,
+                )
+            })?
+        };
+
+        let chunker = {
+            let counters = counters.clone();
+            let registry_for_chunker = registry.clone();
+            let bell = doorbell.clone();
+            let chunk_size = opts.chunk_size;
+            let max_age = opts.chunk_max_age;
+            let h = spawn("edgerec-chunk", move || {
+                chunker_loop(
+                    queues,
+                    job_tx,
+                    recycle_rx,
+                    bell,
+                    counters,
+                    registry_for_chunker,
+                    chunk_size,
+                    max_age,
+                )
+            })?;
+            let _ = doorbell_thread(&doorbell, &h);
+            h
+        };
+
+        let stop = StopFlag::new();
+        let mut source_threads = Vec::new();
+        for (src, sink) in ready {
+            let name = src.name();
+            let st = stop.clone();
+            let h = spawn(&format!("src-{name}"), move || src.run(sink, st))?;
+            source_threads.push((name, h));
+        }
+        Ok(Self {
+            stop,
+            sources: source_threads,
+            chunker: Some(chunker),
+            compressors,
+            sequencer: Some(seq),
+            registry,
+            shared,
+            counters,
+            session_dir,
+            backend,
+            fallback_reason,
+            started: Instant::now(),
+        })
+    }
+
+    /// The bag directory of this session.
+    pub fn session_dir(&self) -> &Path {
+        &self.session_dir
+    }
+
+    /// A snapshot for the live line, the status socket and the ROS topic.
+    pub fn status(&self) -> RecorderStatus {
+        let fault = self
+            .counters
+            .fault
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let state = if fault.is_some() {
+            RecorderState::Fault
+        } else if self.counters.stopping.load(Ordering::Relaxed) {
+            RecorderState::Stopping
+        } else {
+            RecorderState::Recording
+        };
+        RecorderStatus {
+            state,
+            backend: self.backend.clone(),
+            fallback_reason: self.fallback_reason.clone(),
+            session_dir: self.session_dir.clone(),
+            segment: self
+                .counters
+                .segment
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone(),
+            elapsed: self.started.elapsed(),
+            bytes_written: self.counters.bytes_written.load(Ordering::Relaxed),
+            durable_bytes: self.counters.durable_bytes.load(Ordering::Relaxed),
+            chunks_written: self.counters.chunks_written.load(Ordering::Relaxed),
+            messages_written: self.counters.messages_written.load(Ordering::Relaxed),
+            budget_used: self.shared.budget.used(),
+            budget_peak: self.shared.budget.peak(),
+            budget_limit: self.shared.budget.limit(),
+            fault,
+            channels: self
+                .registry
+                .all()
+                .iter()
+                .map(|c| ChannelStatus {
+                    topic: c.spec.topic.clone(),
+                    type_name: c.spec.type_name.clone(),
+                    accepted: c.counters.accepted.load(Ordering::Relaxed),
+                    dropped: c.counters.dropped.load(Ordering::Relaxed),
+                    lost: c.counters.lost.load(Ordering::Relaxed),
+                    written: c.counters.written.load(Ordering::Relaxed),
+                    bytes: c.counters.bytes.load(Ordering::Relaxed),
+                })
+                .collect(),
+        }
+    }
+
+    /// Stops the sources, drains every queue into the file, closes the
+    /// segment and returns what was recorded. Everything accepted before the
+    /// call is written (unless storage failed, which the report says).
+    pub fn stop(mut self) -> Result<RecordingReport, RecorderError> {
+        self.counters.stopping.store(true, Ordering::Relaxed);
+        self.stop.set();
+        let mut source_errors = Vec::new();
+        for (name, h) in self.sources.drain(..) {
+            match h.join() {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => source_errors.push(format!("{name}: {e}")),
+                Err(_) => source_errors.push(format!("{name}: panicked")),
+            }
+        }
+        if let Some(h) = self.chunker.take() {
+            let _ = h.join();
+        }
+        for h in self.compressors.drain(..) {
+            let _ = h.join();
+        }
+        let segments = match self.sequencer.take().map(|h| h.join()) {
+            Some(Ok(r)) => r?,
+            Some(Err(_)) => return Err(RecorderError::Thread("sequencer panicked".into())),
+            None => Vec::new(),
+        };
+        for e in &source_errors {
+            tracing::error!("source ended with an error: {e}");
+        }
+        let mut status = self.status();
+        status.state = RecorderState::Stopped;
+        Ok(RecordingReport {
+            session_dir: self.session_dir.clone(),
+            segments,
+            status,
+        })
+    }
+}
+
+impl Drop for Recorder {
+    fn drop(&mut self) {
+        // A recorder dropped without stop(): stop the sources so the threads
+        // drain and close the file; do not wait here.
+        self.stop.set();
+    }
+}
+
+fn spawn<T: Send + 'static>(
+    name: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<JoinHandle<T>, RecorderError> {
+    std::thread::Builder::new()
+        .name(name.to_string())
+        .spawn(f)
+        .map_err(|e| RecorderError::Thread(format!("cannot start thread {name}: {e}")))
+}
+
+fn doorbell_thread(d: &Doorbell, h: &JoinHandle<()>) -> Result<(), std::thread::Thread> {
+    d.thread.set(h.thread().clone())
+}
+
+/// Drains up to this many envelopes from one queue before moving on, so a
+/// flooding source cannot starve the others.
+const BATCH: usize = 256;
+
+#[allow(clippy::too_many_arguments)]
+fn chunker_loop(
+    queues: Vec<SourceQueue>,
+    job_tx: SyncSender<ChunkJob>,
+    recycle_rx: Receiver<Vec<u8>>,
+    doorbell: Arc<Doorbell>,
+    counters: Arc<PipelineCounters>,
+    registry: Arc<ChannelRegistry>,
+    chunk_size: usize,
+    max_age: Duration,
+) {
+    let _ = registry;
+    let mut b = ChunkBuilder::new(chunk_size + chunk_size / 4);
+    let mut seqs: Vec<u32> = Vec::new();
+    let mut seen: Vec<bool> = Vec::new();
+    let mut new_channels: Vec<u16> = Vec::new();
+    let mut charge = 0u64;
+    let mut opened: Option<Instant> = None;
+    let mut next_no = 0u64;
+    let mut open: Vec<bool> = vec![true; queues.len()];
+
+    let mut send = |b: &mut ChunkBuilder, charge: &mut u64, new_channels: &mut Vec<u16>| {
+        // Keep the sequencer's reorder heap within its fixed capacity.
+        while counters.in_flight.load(Ordering::Acquire) >= MAX_CHUNKS_IN_FLIGHT {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+        counters.in_flight.fetch_add(1, Ordering::AcqRel);
+        let job = ChunkJob {
+            no: next_no,
+            chunk: b.take(),
+            charge: std::mem::take(charge),
+            channels: std::mem::take(new_channels),
+        };
+        next_no += 1;
+        // The pool only goes away when the pipeline does; a failed send
+        // means the compressors died, and the sequencer reports that.
+        let _ = job_tx.send(job);
+    };
+
+    loop {
+        while let Ok(buf) = recycle_rx.try_recv() {
+            b.recycle(buf);
+        }
+        let mut got = 0usize;
+        for (qi, q) in queues.iter().enumerate() {
+            if !open[qi] {
+                continue;
+            }
+            for _ in 0..BATCH {
+                match q.try_recv() {
+                    Ok(env) => {
+                        got += 1;
+                        let ch = env.channel.0 as usize;
+                        if ch >= seqs.len() {
+                            seqs.resize(ch + 1, 0);
+                            seen.resize(ch + 1, false);
+                        }
+                        if !seen[ch] {
+                            seen[ch] = true;
+                            new_channels.push(env.channel.0);
+                        }
+                        let seq = seqs[ch];
+                        seqs[ch] = seq.wrapping_add(1);
+                        if b.is_empty() {
+                            opened = Some(Instant::now());
+                        }
+                        b.push(env.channel.0, seq, env.log_time, env.publish_time, &env.payload);
+                        charge += env.charge();
+                        if b.len() >= chunk_size {
+                            send(&mut b, &mut charge, &mut new_channels);
+                        }
+                    }
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Disconnected) => {
+                        open[qi] = false;
+                        break;
+                    }
+                }
+            }
+        }
+        let aged = opened.is_some_and(|t| t.elapsed() >= max_age);
+        if !b.is_empty() && aged {
+            send(&mut b, &mut charge, &mut new_channels);
+        }
+        if got == 0 {
+            if !open.iter().any(|o| *o) {
+                break;
+            }
+            doorbell.sleeping.store(true, Ordering::Release);
+            // Re-check after announcing sleep: a push between the last
+            // try_recv and the store above would otherwise not wake us.
+            let wait = match opened {
+                Some(t) if !b.is_empty() => max_age.saturating_sub(t.elapsed()),
+                _ => Duration::from_millis(20),
+            }
+            .min(Duration::from_millis(20));
+            std::thread::park_timeout(wait);
+            doorbell.sleeping.store(false, Ordering::Release);
+        }
+    }
+    if !b.is_empty() {
+        send(&mut b, &mut charge, &mut new_channels);
+    }
+}
+
+fn compressor_loop(
+    rx: Arc<Mutex<Receiver<ChunkJob>>>,
+    tx: Sender<Sealed>,
+    comp: &mut ChunkCompressor,
+) {
+    loop {
+        let job = {
+            let guard = rx.lock().unwrap_or_else(|p| p.into_inner());
+            guard.recv()
+        };
+        let Ok(job) = job else { return };
+        let sealed = job.chunk.seal(comp);
+        if tx
+            .send(Sealed {
+                no: job.no,
+                sealed,
+                charge: job.charge,
+                channels: job.channels,
+            })
+            .is_err()
+        {
+            return;
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn sequencer_loop(
+    mut session: Session,
+    segment: Segment,
+    rx: Receiver<Sealed>,
+    recycle: SyncSender<Vec<u8>>,
+    registry: Arc<ChannelRegistry>,
+    counters: Arc<PipelineCounters>,
+    budget: Arc<MemoryBudget>,
+    shared: Arc<SinkShared>,
+) -> Result<Vec<ClosedSegment>, RecorderError> {
+    let mut heap: heapless::BinaryHeap<Sealed, heapless::binary_heap::Min, MAX_CHUNKS_IN_FLIGHT> =
+        heapless::BinaryHeap::new();
+    let mut next = 0u64;
+    let mut segment = Some(segment);
+    let mut failed: Option<RecorderError> = None;
+    let mut closed = Vec::new();
+    let mut disconnected = false;
+    let tick_every = Duration::from_millis(50);
+    let mut last_tick = Instant::now();
+
+    let fail = |e: RecorderError, failed: &mut Option<RecorderError>| {
+        tracing::error!("recording stopped writing: {e}");
+        *counters.fault.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
+        // Sources keep running; their messages are dropped and counted.
+        shared.paused.store(true, Ordering::Relaxed);
+        *failed = Some(e);
+    };
+
+    while !(disconnected && heap.is_empty()) {
+        match rx.recv_timeout(tick_every) {
+            Ok(s) => {
+                if let Err(s) = heap.push(s) {
+                    // Cannot happen: the chunker keeps at most the heap's
+                    // capacity in flight. Count the chunk as lost rather
+                    // than write out of order.
+                    tracing::error!("reorder heap full at chunk {}; chunk lost", s.no);
+                    count_lost(&registry, &s);
+                    budget.release(s.charge);
+                    counters.in_flight.fetch_sub(1, Ordering::AcqRel);
+                }
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => disconnected = true,
+        }
+        while heap.peek().is_some_and(|s| s.no == next) {
+            let Some(s) = heap.pop() else { break };
+            next += 1;
+            match (&mut segment, &failed) {
+                (Some(seg), None) => {
+                    let r = write_sealed(seg, &s, &registry);
+                    match r {
+                        Ok(()) => {
+                            for &(ch, n) in &s.sealed.channel_counts {
+                                if let Some(c) = registry.get(crate::ChannelId(ch)) {
+                                    c.counters.written.fetch_add(n, Ordering::Relaxed);
+                                }
+                            }
+                            counters.chunks_written.fetch_add(1, Ordering::Relaxed);
+                            counters
+                                .messages_written
+                                .fetch_add(s.sealed.message_count, Ordering::Relaxed);
+                            counters
+                                .bytes_written
+                                .fetch_add(s.sealed.total_len(), Ordering::Relaxed);
+                        }
+                        Err(e) => {
+                            count_lost(&registry, &s);
+                            fail(e, &mut failed);
+                        }
+                    }
+                }
+                _ => count_lost(&registry, &s),
+            }
+            budget.release(s.charge);
+            counters.in_flight.fetch_sub(1, Ordering::AcqRel);
+            for buf in s.sealed.into_buffers() {
+                let _ = recycle.try_send(buf);
+            }
+        }
+        if last_tick.elapsed() >= tick_every {
+            last_tick = Instant::now();
+            if let (Some(seg), None) = (&mut segment, &failed) {
+                if let Err(e) = seg.tick() {
+                    fail(e, &mut failed);
+                } else {
+                    counters.durable_bytes.store(seg.durable(), Ordering::Relaxed);
+                }
+            }
+        }
+    }
+    if let Some(seg) = segment.take() {
+        if let Some(e) = failed {
+            let path = seg.active_path().to_path_buf();
+            let report = seg.abandon();
+            tracing::error!(
+                "segment {} closed at its last good block ({:?}); run `edgerec recover` on it",
+                path.display(),
+                report.map(|r| r.logical_len)
+            );
+            return Err(e);
+        }
+        let c = session.close_segment(seg, &registry.all())?;
+        counters.durable_bytes.store(c.bytes, Ordering::Relaxed);
+        *counters.segment.lock().unwrap_or_else(|p| p.into_inner()) = c.path.clone();
+        closed.push(c);
+    }
+    Ok(closed)
+}
+
+fn write_sealed(
+    seg: &mut Segment,
+    s: &Sealed,
+    registry: &ChannelRegistry,
+) -> Result<(), RecorderError> {
+    for &ch in &s.channels {
+        if !seg.has_channel(ch) {
+            if let Some(c) = registry.get(crate::ChannelId(ch)) {
+                seg.add_channel(&c)?;
+            }
+        }
+    }
+    seg.write_chunk(&s.sealed)
+}
+
+fn count_lost(registry: &ChannelRegistry, s: &Sealed) {
+    for &(ch, n) in &s.sealed.channel_counts {
+        if let Some(c) = registry.get(crate::ChannelId(ch)) {
+            c.counters.lost.fetch_add(n, Ordering::Relaxed);
+        }
+    }
+}

@@ -1,0 +1,442 @@
+//! Sessions and segments on disk.
+//!
+//! One rosbag2 bag directory per session; segments `<session>_<n>.mcap`,
+//! the open one named `.mcap.active`. Closing a segment finishes its
+//! summary, fdatasyncs, renames it, fsyncs the directory, makes it 0444 and
+//! rewrites `metadata.yaml` atomically.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use edgerec_format::bag::{self, BagMetadata, FileInfo, MetadataVersion, TopicInfo};
+use edgerec_format::chunk::SealedChunk;
+use edgerec_format::records::{Channel, Schema};
+use edgerec_format::writer::{McapWriter, PROFILE_ROS2};
+use edgerec_format::FormatError;
+use edgerec_storage::{CloseReport, DirectFile, StorageError, WriterOptions};
+
+use crate::source::RegisteredChannel;
+use crate::RecorderError;
+
+/// `std::io::Write` over a [`DirectFile`], so the format crate stays free of
+/// the storage crate. A storage error travels inside the `io::Error` and is
+/// recovered with [`storage_error`].
+#[derive(Debug)]
+pub struct StorageSink(pub DirectFile);
+
+impl io::Write for StorageSink {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.write_all(buf).map_err(io::Error::other)?;
+        Ok(buf.len())
+    }
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.0.write_all(buf).map_err(io::Error::other)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The storage error inside a format error, if that is what it was.
+pub fn storage_error(e: &FormatError) -> Option<&StorageError> {
+    match e {
+        FormatError::Io(io) => io.get_ref().and_then(|x| x.downcast_ref::<StorageError>()),
+        _ => None,
+    }
+}
+
+/// A recording session: one bag directory.
+#[derive(Debug)]
+pub struct Session {
+    dir: PathBuf,
+    name: String,
+    bag: BagMetadata,
+    next_index: u32,
+    storage: WriterOptions,
+    library: String,
+}
+
+/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian.
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+/// `YYYYmmddTHHMMSSZ` for ns since the epoch (UTC).
+pub fn utc_stamp(ns: u64) -> String {
+    let secs = (ns / 1_000_000_000) as i64;
+    let (y, mo, d) = civil_from_days(secs.div_euclid(86_400));
+    let s = secs.rem_euclid(86_400);
+    format!(
+        "{y:04}{mo:02}{d:02}T{:02}{:02}{:02}Z",
+        s / 3600,
+        (s / 60) % 60,
+        s % 60
+    )
+}
+
+impl Session {
+    /// Creates `<root>/<prefix>_<UTC stamp>[_<k>]`, unique even when the
+    /// clock went backwards and the name exists already.
+    pub fn create(
+        root: &Path,
+        prefix: &str,
+        now_ns: u64,
+        version: MetadataVersion,
+        storage: WriterOptions,
+        library: String,
+    ) -> Result<Self, RecorderError> {
+        std::fs::create_dir_all(root).map_err(|e| RecorderError::Path {
+            path: root.to_path_buf(),
+            what: "create the recordings root",
+            source: e,
+        })?;
+        let base = format!("{prefix}_{}", utc_stamp(now_ns));
+        for k in 0..10_000u32 {
+            let name = if k == 0 {
+                base.clone()
+            } else {
+                format!("{base}_{k}")
+            };
+            let dir = root.join(&name);
+            match std::fs::create_dir(&dir) {
+                Ok(()) => {
+                    let _ = bag::sync_dir(root);
+                    return Ok(Self {
+                        dir,
+                        name,
+                        bag: BagMetadata {
+                            version,
+                            ..Default::default()
+                        },
+                        next_index: 0,
+                        storage,
+                        library,
+                    });
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => {
+                    return Err(RecorderError::Path {
+                        path: dir,
+                        what: "create the session directory",
+                        source: e,
+                    })
+                }
+            }
+        }
+        Err(RecorderError::Path {
+            path: root.join(base),
+            what: "find an unused session name",
+            source: io::Error::from(io::ErrorKind::AlreadyExists),
+        })
+    }
+
+    /// The bag directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+    /// The session name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// The bag metadata as written last.
+    pub fn metadata(&self) -> &BagMetadata {
+        &self.bag
+    }
+
+    /// Opens the next segment and writes the schemas and channels of
+    /// `channels` into it.
+    pub fn open_segment(
+        &mut self,
+        channels: &[Arc<RegisteredChannel>],
+    ) -> Result<Segment, RecorderError> {
+        let index = self.next_index;
+        self.next_index += 1;
+        let file_name = format!("{}_{index}.mcap", self.name);
+        let final_path = self.dir.join(&file_name);
+        let active_path = self.dir.join(format!("{file_name}.active"));
+        let file = DirectFile::create(&active_path, &self.storage).map_err(|e| {
+            RecorderError::Storage {
+                path: active_path.clone(),
+                source: e,
+            }
+        })?;
+        let _ = bag::sync_dir(&self.dir);
+        let mcap = McapWriter::new(StorageSink(file), PROFILE_ROS2, &self.library)
+            .map_err(|e| fmt_err(&active_path, e))?;
+        let mut seg = Segment {
+            index,
+            file_name,
+            final_path,
+            active_path,
+            mcap,
+            drops_at_open: BTreeMap::new(),
+        };
+        for c in channels {
+            seg.add_channel(c)?;
+        }
+        Ok(seg)
+    }
+
+    /// Finishes `seg` and records it in `metadata.yaml`. On a storage error
+    /// the file is closed at its last good block and left `.active` for
+    /// `edgerec recover`.
+    pub fn close_segment(
+        &mut self,
+        seg: Segment,
+        channels: &[Arc<RegisteredChannel>],
+    ) -> Result<ClosedSegment, RecorderError> {
+        let Segment {
+            mut mcap,
+            active_path,
+            final_path,
+            file_name,
+            drops_at_open,
+            index,
+        } = seg;
+        let mut drops = BTreeMap::new();
+        for c in channels {
+            let now = c.counters.dropped.load(Ordering::Relaxed) + c.counters.lost.load(Ordering::Relaxed);
+            let before = drops_at_open.get(&c.id.0).copied().unwrap_or(0);
+            drops.insert(c.spec.topic.clone(), (now - before).to_string());
+        }
+        let finished = mcap
+            .write_metadata("edgerec.drops", &drops)
+            .and_then(|_| mcap.finish());
+        let (sink, summary) = match finished {
+            Ok(x) => x,
+            Err(e) => return Err(fmt_err(&active_path, e)),
+        };
+        let report: CloseReport = sink.0.close().map_err(|e| RecorderError::Storage {
+            path: active_path.clone(),
+            source: e,
+        })?;
+        std::fs::rename(&active_path, &final_path).map_err(|e| RecorderError::Path {
+            path: active_path.clone(),
+            what: "rename the closed segment",
+            source: e,
+        })?;
+        bag::sync_dir(&self.dir).map_err(|e| RecorderError::Path {
+            path: self.dir.clone(),
+            what: "fsync the session directory",
+            source: e,
+        })?;
+        set_read_only(&final_path);
+
+        let st = &summary.statistics;
+        self.bag.files.push(FileInfo {
+            path: file_name,
+            starting_time_ns: st.message_start_time,
+            duration_ns: st.message_end_time.saturating_sub(st.message_start_time),
+            message_count: st.message_count,
+        });
+        for (id, ch) in &summary.channels {
+            let n = st.channel_message_counts.get(id).copied().unwrap_or(0);
+            match self.bag.topics.iter_mut().find(|t| t.name == ch.topic) {
+                Some(t) => t.message_count += n,
+                None => self.bag.topics.push(TopicInfo {
+                    name: ch.topic.clone(),
+                    type_name: summary
+                        .schemas
+                        .get(&ch.schema_id)
+                        .map(|s| s.name.clone())
+                        .unwrap_or_default(),
+                    serialization_format: ch.message_encoding.clone(),
+                    offered_qos_profiles: ch
+                        .metadata
+                        .get("offered_qos_profiles")
+                        .cloned()
+                        .unwrap_or_default(),
+                    message_count: n,
+                }),
+            }
+        }
+        self.bag
+            .write_atomic(&self.dir)
+            .map_err(|e| RecorderError::Path {
+                path: self.dir.join("metadata.yaml"),
+                what: "write metadata.yaml",
+                source: e,
+            })?;
+        Ok(ClosedSegment {
+            index,
+            path: final_path,
+            messages: st.message_count,
+            bytes: report.logical_len,
+            start_ns: st.message_start_time,
+            end_ns: st.message_end_time,
+        })
+    }
+}
+
+fn set_read_only(p: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    if let Err(e) = std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o444)) {
+        tracing::warn!("could not make {} read-only: {e}", p.display());
+    }
+}
+
+fn fmt_err(path: &Path, e: FormatError) -> RecorderError {
+    match e {
+        FormatError::Io(io) if io.get_ref().is_some_and(|x| x.is::<StorageError>()) => {
+            match io.into_inner().map(|b| b.downcast::<StorageError>()) {
+                Some(Ok(se)) => RecorderError::Storage {
+                    path: path.to_path_buf(),
+                    source: *se,
+                },
+                _ => RecorderError::Format {
+                    path: path.to_path_buf(),
+                    source: FormatError::Inconsistent("storage error lost in transit".into()),
+                },
+            }
+        }
+        e => RecorderError::Format {
+            path: path.to_path_buf(),
+            source: e,
+        },
+    }
+}
+
+/// The segment being written.
+#[derive(Debug)]
+pub struct Segment {
+    index: u32,
+    file_name: String,
+    final_path: PathBuf,
+    active_path: PathBuf,
+    mcap: McapWriter<StorageSink>,
+    drops_at_open: BTreeMap<u16, u64>,
+}
+
+impl Segment {
+    /// Writes the schema and channel records of `c` (once).
+    pub fn add_channel(&mut self, c: &RegisteredChannel) -> Result<(), RecorderError> {
+        let id = c.id.0;
+        if self.mcap.has_channel(id) {
+            return Ok(());
+        }
+        self.drops_at_open.insert(
+            id,
+            c.counters.dropped.load(Ordering::Relaxed) + c.counters.lost.load(Ordering::Relaxed),
+        );
+        let schema = Schema {
+            id,
+            name: c.spec.type_name.clone(),
+            encoding: c.spec.schema_encoding.clone(),
+            data: c.spec.schema.clone(),
+        };
+        let channel = Channel {
+            id,
+            schema_id: id,
+            topic: c.spec.topic.clone(),
+            message_encoding: c.spec.message_encoding.clone(),
+            metadata: c.spec.metadata.clone(),
+        };
+        let path = self.active_path.clone();
+        self.mcap
+            .add_schema(&schema)
+            .and_then(|_| self.mcap.add_channel(&channel))
+            .map_err(|e| fmt_err(&path, e))
+    }
+
+    /// True when the channel's records are in this segment.
+    pub fn has_channel(&self, id: u16) -> bool {
+        self.mcap.has_channel(id)
+    }
+
+    /// Appends a sealed chunk.
+    pub fn write_chunk(&mut self, c: &SealedChunk) -> Result<(), RecorderError> {
+        let path = self.active_path.clone();
+        self.mcap
+            .write_chunk(c)
+            .map(|_| ())
+            .map_err(|e| fmt_err(&path, e))
+    }
+
+    /// Lets the storage writer start its periodic sync.
+    pub fn tick(&mut self) -> Result<(), RecorderError> {
+        let path = self.active_path.clone();
+        self.mcap
+            .sink_mut()
+            .0
+            .tick()
+            .map_err(|e| RecorderError::Storage { path, source: e })
+    }
+
+    /// Bytes in the file so far.
+    pub fn position(&self) -> u64 {
+        self.mcap.position()
+    }
+    /// Bytes known durable.
+    pub fn durable(&self) -> u64 {
+        self.mcap.sink().0.durable_offset()
+    }
+    /// The storage backend in use.
+    pub fn backend(&self) -> edgerec_storage::Backend {
+        self.mcap.sink().0.backend()
+    }
+    /// Why a better backend was refused.
+    pub fn fallback_reason(&self) -> Option<String> {
+        self.mcap.sink().0.fallback_reason().map(str::to_string)
+    }
+    /// The `.active` path.
+    pub fn active_path(&self) -> &Path {
+        &self.active_path
+    }
+    /// Its index in the session.
+    pub fn index(&self) -> u32 {
+        self.index
+    }
+
+    /// After a storage failure: closes the file at its last good block and
+    /// leaves it `.active` for recovery.
+    pub fn abandon(self) -> Option<CloseReport> {
+        let Segment { mcap, .. } = self;
+        // The writer failed; its sink still owns the file. finish() would
+        // refuse, so take the sink out through into_sink.
+        let sink = mcap.into_sink();
+        sink.0.close().ok()
+    }
+}
+
+/// A segment that was closed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClosedSegment {
+    /// Its index.
+    pub index: u32,
+    /// Final path.
+    pub path: PathBuf,
+    /// Messages in it.
+    pub messages: u64,
+    /// File size.
+    pub bytes: u64,
+    /// First log time.
+    pub start_ns: u64,
+    /// Last log time.
+    pub end_ns: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_stamp_matches_known_dates() {
+        assert_eq!(utc_stamp(0), "19700101T000000Z");
+        // 2026-12-02 13:27:47 UTC
+        assert_eq!(utc_stamp(1_796_218_067_000_000_000), "20261202T132747Z");
+        // 2000-02-29 (leap day) 23:59:59
+        assert_eq!(utc_stamp(951_868_799_000_000_000), "20000229T235959Z");
+    }
+}
