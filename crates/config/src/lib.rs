@@ -1,1 +1,90 @@
-//! placeholder
+//! edgerec's configuration: the TOML schema, its defaults and its
+//! validation.
+//!
+//! The appliance reads one file, `/data/edgerec/edgerec.toml`. Every key
+//! but those that define a synthetic channel is optional: a key left out
+//! takes the default documented on its field (and in `config/edgerec.toml`,
+//! which lists them all), so an empty file is a valid configuration. What is in the file is checked strictly, because a
+//! recorder that starts with a silently ignored setting loses data later: an
+//! unknown key is an error naming the nearest valid key, a value out of its
+//! range is an error naming the range, and every error names the file, line,
+//! column and dotted key it is about.
+//!
+//! ```
+//! use std::path::Path;
+//! use std::time::Duration;
+//! use edgerec_config::{Compression, Config, Rate, SyntheticKind};
+//!
+//! let text = r#"
+//! [mcap]
+//! compression = "zstd"
+//! chunk_max_age = "250ms"
+//!
+//! [[sources.synthetic]]
+//! topic = "/imu"
+//! type = "sensor_msgs/msg/Imu"
+//! rate = 400
+//! "#;
+//! let config = Config::parse(text, Path::new("edgerec.toml"))?;
+//! assert_eq!(config.mcap.compression, Compression::Zstd);
+//! assert_eq!(config.mcap.chunk_max_age, Duration::from_millis(250));
+//! assert_eq!(config.storage.block_size, 1 << 20); // the default
+//! assert_eq!(config.sources.synthetic[0].kind, SyntheticKind::Imu);
+//! assert_eq!(config.sources.synthetic[0].rate, Rate::Hz(400.0));
+//!
+//! let err = Config::parse("[storage]\nblok_size = 4096\n", Path::new("edgerec.toml"))
+//!     .unwrap_err();
+//! assert_eq!(
+//!     err.to_string(),
+//!     "edgerec.toml:2:1: storage.blok_size: unknown key; did you mean `block_size`? \
+//!      (valid keys: backend, block_size, queue_depth, sync_interval, preallocate)"
+//! );
+//! # Ok::<(), edgerec_config::ConfigError>(())
+//! ```
+//!
+//! Sizes are written as bytes (`4096`) or with a unit (`"512KiB"`,
+//! `"4 MiB"`, `"1MB"`), durations always with a unit (`"500ms"`, `"1.5s"`);
+//! see [`parse_size`] and [`parse_duration`].
+#![deny(missing_docs)]
+// `ConfigError` is a plain struct of path, position, key, message and hint
+// that other crates read field by field; boxing it to shrink `Result` would
+// save nothing worth having in a parse that runs once at start-up.
+#![allow(clippy::result_large_err)]
+
+mod config;
+mod document;
+mod error;
+mod units;
+
+use std::path::Path;
+
+pub use config::{
+    Compression, Config, McapConfig, PipelineConfig, Rate, RecordingConfig, RosDistro,
+    SourcesConfig, StorageBackend, StorageConfig, SyntheticChannel, SyntheticKind,
+};
+pub use error::ConfigError;
+pub use units::{parse_duration, parse_size, UnitError};
+
+impl Config {
+    /// Reads and validates the configuration file at `path`.
+    ///
+    /// A file that cannot be read is a [`ConfigError`] naming the path and
+    /// the operating system's error, with no line.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|err| ConfigError {
+            path: path.to_path_buf(),
+            line: None,
+            column: None,
+            key: None,
+            message: format!("cannot read the configuration: {err}"),
+            hint: None,
+        })?;
+        Config::parse(&text, path)
+    }
+
+    /// Validates `text`, the contents of a configuration file; `origin` is
+    /// the file name errors give.
+    pub fn parse(text: &str, origin: &Path) -> Result<Config, ConfigError> {
+        document::parse(text, origin)
+    }
+}

@@ -23,7 +23,11 @@ const EXIT_CONFIG: u8 = 78;
 const EXIT_IOERR: u8 = 74;
 
 #[derive(Parser, Debug)]
-#[command(name = "edgerec", version, about = "Data recorder for NVIDIA Jetson: ROS 2 topics and cameras into rosbag2 MCAP bags")]
+#[command(
+    name = "edgerec",
+    version,
+    about = "Data recorder for NVIDIA Jetson: ROS 2 topics and cameras into rosbag2 MCAP bags"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -126,12 +130,7 @@ fn check(path: &Path) -> ExitCode {
     }
 }
 
-fn run(
-    config: &Path,
-    duration: Option<&str>,
-    report_json: Option<&Path>,
-    quiet: bool,
-) -> ExitCode {
+fn run(config: &Path, duration: Option<&str>, report_json: Option<&Path>, quiet: bool) -> ExitCode {
     let cfg = match Config::load(config) {
         Ok(c) => c,
         Err(e) => {
@@ -175,8 +174,12 @@ fn record(
     if sources.is_empty() {
         tracing::warn!("no sources configured: the recording will hold no messages");
     }
-    let rec = Recorder::start(RecorderOptions::from_config(cfg), sources, Arc::new(SystemClock))
-        .context("starting the recording")?;
+    let rec = Recorder::start(
+        RecorderOptions::from_config(cfg),
+        sources,
+        Arc::new(SystemClock),
+    )
+    .context("starting the recording")?;
     let live = !quiet && std::io::stderr().is_terminal();
     let started = Instant::now();
     let mut last = (Instant::now(), 0u64);
@@ -213,7 +216,12 @@ fn record(
     };
     println!("session:   {}", status.session_dir.display());
     for s in &segments {
-        println!("segment:   {} ({} messages, {})", s.path.display(), s.messages, info::human_bytes(s.bytes));
+        println!(
+            "segment:   {} ({} messages, {})",
+            s.path.display(),
+            s.messages,
+            info::human_bytes(s.bytes)
+        );
     }
     println!(
         "recorded:  {} messages, {} in {:.1} s ({:.1} MB/s), {} dropped, backend {}",

@@ -118,7 +118,8 @@ fn verify_with_every_reader(dir: &Path, report: &serde_json::Value, report_path:
     // 1. The mcap crate, every CRC.
     let mut per_topic: std::collections::BTreeMap<String, Vec<u32>> = Default::default();
     for s in &segs {
-        let rb = edgerec_testkit::mcap_readback(s).unwrap_or_else(|e| panic!("{}: {e}", s.display()));
+        let rb =
+            edgerec_testkit::mcap_readback(s).unwrap_or_else(|e| panic!("{}: {e}", s.display()));
         assert_eq!(rb.messages.len() as u64, rb.message_count);
         assert!(rb.metadata.contains_key("edgerec.drops"));
         for m in rb.messages {
@@ -133,7 +134,10 @@ fn verify_with_every_reader(dir: &Path, report: &serde_json::Value, report_path:
         assert!(written > 0, "{topic} recorded nothing");
         // The MCAP sequence field counts accepted messages per channel:
         // gap-free and in order.
-        assert!(seqs.iter().enumerate().all(|(i, s)| *s == i as u32), "{topic}: {seqs:?}");
+        assert!(
+            seqs.iter().enumerate().all(|(i, s)| *s == i as u32),
+            "{topic}: {seqs:?}"
+        );
     }
     // 2. Our own check.
     let o = edgerec(&["check", dir.to_str().unwrap()]);
@@ -148,7 +152,11 @@ fn verify_with_every_reader(dir: &Path, report: &serde_json::Value, report_path:
                 .arg(report_path)
                 .output()
                 .unwrap();
-            assert!(o.status.success(), "Python readers rejected the bag:\n{}", text(&o));
+            assert!(
+                o.status.success(),
+                "Python readers rejected the bag:\n{}",
+                text(&o)
+            );
             let out = String::from_utf8_lossy(&o.stdout);
             assert!(out.contains("verified"), "{out}");
         }
@@ -173,7 +181,10 @@ fn records_every_compression_and_three_readers_agree() {
         // Closed segments are read-only.
         use std::os::unix::fs::PermissionsExt;
         for s in edgerec_format::info::segment_files(&dir).unwrap() {
-            assert_eq!(std::fs::metadata(&s).unwrap().permissions().mode() & 0o777, 0o444);
+            assert_eq!(
+                std::fs::metadata(&s).unwrap().permissions().mode() & 0o777,
+                0o444
+            );
         }
     }
 }
@@ -192,7 +203,11 @@ fn config_error_exits_78_and_creates_nothing() {
     assert!(err.contains("chunk_size"), "{err}");
     assert!(!root.exists(), "nothing may be created on a config error");
 
-    let o = edgerec(&["run", "--config", d.path().join("missing.toml").to_str().unwrap()]);
+    let o = edgerec(&[
+        "run",
+        "--config",
+        d.path().join("missing.toml").to_str().unwrap(),
+    ]);
     assert_eq!(o.status.code(), Some(78), "{}", text(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("missing.toml"));
 }
@@ -206,7 +221,13 @@ fn sigterm_and_sigint_finish_every_file_cleanly() {
         std::fs::write(&cfg, config(&root, "zstd", "")).unwrap();
         let report = d.path().join("report.json");
         let child = Command::new(BIN)
-            .args(["run", "--config", cfg.to_str().unwrap(), "--report-json", report.to_str().unwrap()])
+            .args([
+                "run",
+                "--config",
+                cfg.to_str().unwrap(),
+                "--report-json",
+                report.to_str().unwrap(),
+            ])
             .env("EDGEREC_LOG", "warn")
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
@@ -217,7 +238,8 @@ fn sigterm_and_sigint_finish_every_file_cleanly() {
         assert_eq!(unsafe { libc::kill(child.id() as i32, sig) }, 0);
         let o = child.wait_with_output().unwrap();
         assert!(o.status.success(), "signal {sig}: {}", text(&o));
-        let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+        let r: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
         let dir = session_dir(&root);
         verify_with_every_reader(&dir, &r, &report);
     }
@@ -229,10 +251,23 @@ fn check_names_a_corrupt_chunk_and_info_describes_the_bag() {
     let o = edgerec(&["info", dir.to_str().unwrap()]);
     assert!(o.status.success(), "{}", text(&o));
     let out = String::from_utf8_lossy(&o.stdout);
-    for want in ["Files:", "Duration:", "Messages:", "/imu", "sensor_msgs/msg/Imu", "Frequency:"] {
+    for want in [
+        "Files:",
+        "Duration:",
+        "Messages:",
+        "/imu",
+        "sensor_msgs/msg/Imu",
+        "Frequency:",
+    ] {
         assert!(out.contains(want), "info lacks {want}:\n{out}");
     }
-    assert!(out.contains(&format!("Messages:          {}", report["messages_written"])), "{out}");
+    assert!(
+        out.contains(&format!(
+            "Messages:          {}",
+            report["messages_written"]
+        )),
+        "{out}"
+    );
 
     let seg = edgerec_format::info::segment_files(&dir).unwrap().remove(0);
     let mut bytes = std::fs::read(&seg).unwrap();

@@ -276,9 +276,8 @@ impl ChunkCompressor {
                 }
             }
             Compression::Lz4 => {
-                let mut enc = lz4_flex::frame::FrameEncoder::new(Vec::with_capacity(
-                    raw.len() / 2 + 1024,
-                ));
+                let mut enc =
+                    lz4_flex::frame::FrameEncoder::new(Vec::with_capacity(raw.len() / 2 + 1024));
                 use std::io::Write;
                 match enc.write_all(raw).and_then(|_| {
                     enc.finish()

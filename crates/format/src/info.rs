@@ -11,7 +11,7 @@ use crate::FormatError;
 #[derive(Debug)]
 pub enum FileState {
     /// A closed file with a summary.
-    Closed(FileSummary),
+    Closed(Box<FileSummary>),
     /// An `.active` segment: being written, or left by a power cut.
     Active,
     /// Unreadable summary.
@@ -73,8 +73,15 @@ pub fn segment_files(dir: &Path) -> Result<Vec<PathBuf>, FormatError> {
         })
         .collect();
     let key = |p: &PathBuf| {
-        let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("").to_string();
-        let stem = n.trim_end_matches(".active").trim_end_matches(".mcap").to_string();
+        let n = p
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("")
+            .to_string();
+        let stem = n
+            .trim_end_matches(".active")
+            .trim_end_matches(".mcap")
+            .to_string();
         let idx = stem
             .rsplit('_')
             .next()
@@ -132,12 +139,16 @@ pub fn inspect(path: &Path) -> Result<BagInfo, FormatError> {
                         }
                     }
                     comps.extend(s.compressions());
-                    FileState::Closed(s)
+                    FileState::Closed(Box::new(s))
                 }
                 Err(e) => FileState::Broken(e.to_string()),
             }
         };
-        info.files.push(FileEntry { path: p, size, state });
+        info.files.push(FileEntry {
+            path: p,
+            size,
+            state,
+        });
     }
     if info.start_ns == u64::MAX {
         info.start_ns = 0;
@@ -203,7 +214,11 @@ impl fmt::Display for BagInfo {
                 FileState::Active => "ACTIVE: being written or unfinished (edgerec recover)".into(),
                 FileState::Broken(why) => format!("UNREADABLE: {why}"),
             };
-            writeln!(f, "                   {name}  {}  {note}", human_bytes(e.size))?;
+            writeln!(
+                f,
+                "                   {name}  {}  {note}",
+                human_bytes(e.size)
+            )?;
         }
         writeln!(f, "Bag size:          {}", human_bytes(self.bytes))?;
         writeln!(f, "Storage id:        mcap")?;

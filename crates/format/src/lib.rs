@@ -28,8 +28,8 @@
 
 pub mod bag;
 pub mod cdr;
-pub mod info;
 pub mod chunk;
+pub mod info;
 pub mod msgdefs;
 pub mod reader;
 pub mod records;

@@ -15,6 +15,9 @@ use std::path::Path;
 use crate::records::{self, op, Channel, ChunkIndex, Schema, Statistics, MAGIC, RECORD_PREFIX};
 use crate::FormatError;
 
+/// Message index entries (log_time, offset) by channel.
+type ChannelEntries = BTreeMap<u16, Vec<(u64, u64)>>;
+
 /// Reads records one by one from a byte stream, hashing what it reads.
 #[derive(Debug)]
 pub struct RecordReader<R: Read> {
@@ -127,7 +130,11 @@ impl<R: Read> RecordReader<R> {
         self.crc.update(&prefix);
         self.crc.update(&body);
         self.pos += RECORD_PREFIX as u64 + len;
-        Ok(ReadOutcome::Record(OwnedRecord { offset, opcode, body }))
+        Ok(ReadOutcome::Record(OwnedRecord {
+            offset,
+            opcode,
+            body,
+        }))
     }
 }
 
@@ -302,7 +309,10 @@ pub fn read_summary(path: &Path) -> Result<FileSummary, FormatError> {
             op::CHUNK_INDEX => out.chunk_indexes.push(records::parse_chunk_index(r.body)?),
             op::METADATA_INDEX => {
                 let mut c = records::Cursor::new(r.body);
-                meta_idx.push((c.u64("metadata_index.offset")?, c.u64("metadata_index.length")?));
+                meta_idx.push((
+                    c.u64("metadata_index.offset")?,
+                    c.u64("metadata_index.length")?,
+                ));
             }
             _ => {}
         }
@@ -356,7 +366,8 @@ pub fn check_file(path: &Path) -> Result<CheckReport, FormatError> {
     let file_len = f.metadata()?.len();
     let mut r = BufReader::with_capacity(1 << 20, f);
     let mut magic = [0u8; 8];
-    r.read_exact(&mut magic).map_err(|_| corrupt(0, "file shorter than the magic"))?;
+    r.read_exact(&mut magic)
+        .map_err(|_| corrupt(0, "file shorter than the magic"))?;
     if &magic != MAGIC {
         return Err(corrupt(0, "bad leading magic: not an MCAP file"));
     }
@@ -373,7 +384,7 @@ pub fn check_file(path: &Path) -> Result<CheckReport, FormatError> {
     let mut first = true;
     // The message index records expected right after the last chunk:
     // channel -> entries, from the decompressed chunk.
-    let mut pending_index: Option<(u64, BTreeMap<u16, Vec<(u64, u64)>>)> = None;
+    let mut pending_index: Option<(u64, ChannelEntries)> = None;
     let remaining = |pos: u64| file_len.saturating_sub(pos);
 
     let data_end_offset;
@@ -402,7 +413,10 @@ pub fn check_file(path: &Path) -> Result<CheckReport, FormatError> {
                 if !expected.is_empty() {
                     return Err(corrupt(
                         chunk_off,
-                        format!("chunk lacks message indexes for channels {:?}", expected.keys().collect::<Vec<_>>()),
+                        format!(
+                            "chunk lacks message indexes for channels {:?}",
+                            expected.keys().collect::<Vec<_>>()
+                        ),
                     ));
                 }
             }
@@ -411,57 +425,93 @@ pub fn check_file(path: &Path) -> Result<CheckReport, FormatError> {
             op::HEADER => return Err(corrupt(rec.offset, "second Header record")),
             op::FOOTER => return Err(corrupt(rec.offset, "Footer before DataEnd")),
             op::SCHEMA => {
-                let s = records::parse_schema(&rec.body).map_err(|e| corrupt(rec.offset, e.to_string()))?;
+                let s = records::parse_schema(&rec.body)
+                    .map_err(|e| corrupt(rec.offset, e.to_string()))?;
                 schemas.insert(s.id, s);
             }
             op::CHANNEL => {
-                let c = records::parse_channel(&rec.body).map_err(|e| corrupt(rec.offset, e.to_string()))?;
+                let c = records::parse_channel(&rec.body)
+                    .map_err(|e| corrupt(rec.offset, e.to_string()))?;
                 if c.schema_id != 0 && !schemas.contains_key(&c.schema_id) {
-                    return Err(corrupt(rec.offset, format!("channel {} names unknown schema {}", c.topic, c.schema_id)));
+                    return Err(corrupt(
+                        rec.offset,
+                        format!("channel {} names unknown schema {}", c.topic, c.schema_id),
+                    ));
                 }
                 channels.insert(c.id, c);
             }
             op::MESSAGE => {
-                let m = records::parse_message(&rec.body).map_err(|e| corrupt(rec.offset, e.to_string()))?;
+                let m = records::parse_message(&rec.body)
+                    .map_err(|e| corrupt(rec.offset, e.to_string()))?;
                 if !channels.contains_key(&m.channel_id) {
-                    return Err(corrupt(rec.offset, format!("message on unknown channel {}", m.channel_id)));
+                    return Err(corrupt(
+                        rec.offset,
+                        format!("message on unknown channel {}", m.channel_id),
+                    ));
                 }
                 count_message(&mut rep, m.channel_id, m.log_time);
             }
             op::CHUNK => {
-                let c = records::parse_chunk(&rec.body).map_err(|e| corrupt(rec.offset, e.to_string()))?;
+                let c = records::parse_chunk(&rec.body)
+                    .map_err(|e| corrupt(rec.offset, e.to_string()))?;
                 let raw = decompress_chunk(&c, rec.offset)?;
                 let mut expected: BTreeMap<u16, Vec<(u64, u64)>> = BTreeMap::new();
                 let (mut lo, mut hi) = (u64::MAX, 0u64);
                 for inner in records::RecordIter::new(&raw, 0) {
-                    let inner = inner.map_err(|t| corrupt(rec.offset, format!("record inside chunk is cut at chunk offset {}", t.offset)))?;
+                    let inner = inner.map_err(|t| {
+                        corrupt(
+                            rec.offset,
+                            format!("record inside chunk is cut at chunk offset {}", t.offset),
+                        )
+                    })?;
                     match inner.opcode {
                         op::MESSAGE => {
-                            let m = records::parse_message(inner.body).map_err(|e| corrupt(rec.offset, e.to_string()))?;
+                            let m = records::parse_message(inner.body)
+                                .map_err(|e| corrupt(rec.offset, e.to_string()))?;
                             if !channels.contains_key(&m.channel_id) {
-                                return Err(corrupt(rec.offset, format!("chunk holds a message on unknown channel {}", m.channel_id)));
+                                return Err(corrupt(
+                                    rec.offset,
+                                    format!(
+                                        "chunk holds a message on unknown channel {}",
+                                        m.channel_id
+                                    ),
+                                ));
                             }
-                            expected.entry(m.channel_id).or_default().push((m.log_time, inner.offset));
+                            expected
+                                .entry(m.channel_id)
+                                .or_default()
+                                .push((m.log_time, inner.offset));
                             lo = lo.min(m.log_time);
                             hi = hi.max(m.log_time);
                             count_message(&mut rep, m.channel_id, m.log_time);
                         }
                         op::SCHEMA => {
-                            let s = records::parse_schema(inner.body).map_err(|e| corrupt(rec.offset, e.to_string()))?;
+                            let s = records::parse_schema(inner.body)
+                                .map_err(|e| corrupt(rec.offset, e.to_string()))?;
                             schemas.insert(s.id, s);
                         }
                         op::CHANNEL => {
-                            let ch = records::parse_channel(inner.body).map_err(|e| corrupt(rec.offset, e.to_string()))?;
+                            let ch = records::parse_channel(inner.body)
+                                .map_err(|e| corrupt(rec.offset, e.to_string()))?;
                             channels.insert(ch.id, ch);
                         }
-                        other => return Err(corrupt(rec.offset, format!("record 0x{other:02x} is not allowed inside a chunk"))),
+                        other => {
+                            return Err(corrupt(
+                                rec.offset,
+                                format!("record 0x{other:02x} is not allowed inside a chunk"),
+                            ))
+                        }
                     }
                 }
-                if !expected.is_empty() && (lo != c.message_start_time || hi != c.message_end_time) {
-                    return Err(corrupt(rec.offset, format!(
-                        "chunk time range {}..{} does not match its messages {lo}..{hi}",
-                        c.message_start_time, c.message_end_time
-                    )));
+                if !expected.is_empty() && (lo != c.message_start_time || hi != c.message_end_time)
+                {
+                    return Err(corrupt(
+                        rec.offset,
+                        format!(
+                            "chunk time range {}..{} does not match its messages {lo}..{hi}",
+                            c.message_start_time, c.message_end_time
+                        ),
+                    ));
                 }
                 chunks.push(ChunkIndex {
                     message_start_time: c.message_start_time,
@@ -477,7 +527,8 @@ pub fn check_file(path: &Path) -> Result<CheckReport, FormatError> {
                 pending_index = Some((rec.offset, expected));
             }
             op::MESSAGE_INDEX => {
-                let (ch, mut entries) = records::parse_message_index(&rec.body).map_err(|e| corrupt(rec.offset, e.to_string()))?;
+                let (ch, mut entries) = records::parse_message_index(&rec.body)
+                    .map_err(|e| corrupt(rec.offset, e.to_string()))?;
                 let Some((chunk_off, expected)) = pending_index.as_mut() else {
                     return Err(corrupt(rec.offset, "MessageIndex not following a chunk"));
                 };
@@ -496,13 +547,16 @@ pub fn check_file(path: &Path) -> Result<CheckReport, FormatError> {
                 }
             }
             op::METADATA => {
-                records::parse_metadata(&rec.body).map_err(|e| corrupt(rec.offset, e.to_string()))?;
+                records::parse_metadata(&rec.body)
+                    .map_err(|e| corrupt(rec.offset, e.to_string()))?;
                 metadata_offsets.insert(rec.offset);
             }
             op::ATTACHMENT => {}
             op::DATA_END => {
                 let mut c = records::Cursor::new(&rec.body);
-                data_crc_saved = c.u32("data_end.crc").map_err(|e| corrupt(rec.offset, e.to_string()))?;
+                data_crc_saved = c
+                    .u32("data_end.crc")
+                    .map_err(|e| corrupt(rec.offset, e.to_string()))?;
                 data_end_offset = rec.offset;
                 if data_crc_saved != 0 && data_crc_saved != crc_before {
                     return Err(FormatError::BadCrc {
@@ -514,8 +568,18 @@ pub fn check_file(path: &Path) -> Result<CheckReport, FormatError> {
                 }
                 break;
             }
-            op::CHUNK_INDEX | op::STATISTICS | op::SUMMARY_OFFSET | op::METADATA_INDEX | op::ATTACHMENT_INDEX => {
-                return Err(corrupt(rec.offset, format!("summary record 0x{:02x} inside the data section", rec.opcode)));
+            op::CHUNK_INDEX
+            | op::STATISTICS
+            | op::SUMMARY_OFFSET
+            | op::METADATA_INDEX
+            | op::ATTACHMENT_INDEX => {
+                return Err(corrupt(
+                    rec.offset,
+                    format!(
+                        "summary record 0x{:02x} inside the data section",
+                        rec.opcode
+                    ),
+                ));
             }
             _ => {} // unknown opcodes are allowed by the spec
         }
@@ -544,11 +608,19 @@ pub fn check_file(path: &Path) -> Result<CheckReport, FormatError> {
     let mut tail = Vec::new();
     rr.inner.read_to_end(&mut tail)?;
     if tail.as_slice() != MAGIC {
-        return Err(corrupt(footer.offset, "footer is not followed by exactly the trailing magic"));
+        return Err(corrupt(
+            footer.offset,
+            "footer is not followed by exactly the trailing magic",
+        ));
     }
     rep.has_summary = summary_start != 0;
     if summary_start != 0 && summary_start != summary_pos {
-        return Err(corrupt(footer.offset, format!("footer says the summary starts at {summary_start}, it starts at {summary_pos}")));
+        return Err(corrupt(
+            footer.offset,
+            format!(
+                "footer says the summary starts at {summary_start}, it starts at {summary_pos}"
+            ),
+        ));
     }
     if summary_crc != 0 {
         let mut h = crc32fast::Hasher::new();
@@ -570,7 +642,15 @@ pub fn check_file(path: &Path) -> Result<CheckReport, FormatError> {
             });
         }
     }
-    check_summary(&summary_records, summary_offset_start, &rep, &chunks, &schemas, &channels, &metadata_offsets)?;
+    check_summary(
+        &summary_records,
+        summary_offset_start,
+        &rep,
+        &chunks,
+        &schemas,
+        &channels,
+        &metadata_offsets,
+    )?;
     Ok(rep)
 }
 
@@ -603,22 +683,35 @@ fn check_summary(
             op::SCHEMA => {
                 let s = records::parse_schema(&rec.body).map_err(|e| corrupt(at, e.to_string()))?;
                 if schemas.get(&s.id) != Some(&s) {
-                    return Err(corrupt(at, format!("summary schema {} differs from the data section", s.id)));
+                    return Err(corrupt(
+                        at,
+                        format!("summary schema {} differs from the data section", s.id),
+                    ));
                 }
             }
             op::CHANNEL => {
-                let c = records::parse_channel(&rec.body).map_err(|e| corrupt(at, e.to_string()))?;
+                let c =
+                    records::parse_channel(&rec.body).map_err(|e| corrupt(at, e.to_string()))?;
                 if channels.get(&c.id) != Some(&c) {
-                    return Err(corrupt(at, format!("summary channel {} ({}) differs from the data section", c.id, c.topic)));
+                    return Err(corrupt(
+                        at,
+                        format!(
+                            "summary channel {} ({}) differs from the data section",
+                            c.id, c.topic
+                        ),
+                    ));
                 }
             }
             op::STATISTICS => {
-                let s = records::parse_statistics(&rec.body).map_err(|e| corrupt(at, e.to_string()))?;
+                let s =
+                    records::parse_statistics(&rec.body).map_err(|e| corrupt(at, e.to_string()))?;
                 let counts: BTreeMap<u16, u64> = s.channel_message_counts.clone();
                 if s.message_count != rep.messages
                     || s.chunk_count as u64 != rep.chunks
                     || counts != rep.channel_messages
-                    || (rep.messages > 0 && (s.message_start_time != rep.start_time || s.message_end_time != rep.end_time))
+                    || (rep.messages > 0
+                        && (s.message_start_time != rep.start_time
+                            || s.message_end_time != rep.end_time))
                 {
                     return Err(corrupt(at, format!(
                         "statistics say {} messages in {} chunks ({}..{}), the data section has {} in {} ({}..{})",
@@ -627,23 +720,39 @@ fn check_summary(
                     )));
                 }
             }
-            op::CHUNK_INDEX => summary_chunks.push(records::parse_chunk_index(&rec.body).map_err(|e| corrupt(at, e.to_string()))?),
+            op::CHUNK_INDEX => summary_chunks.push(
+                records::parse_chunk_index(&rec.body).map_err(|e| corrupt(at, e.to_string()))?,
+            ),
             op::METADATA_INDEX => {
                 let mut c = records::Cursor::new(&rec.body);
-                let off = c.u64("metadata_index.offset").map_err(|e| corrupt(at, e.to_string()))?;
+                let off = c
+                    .u64("metadata_index.offset")
+                    .map_err(|e| corrupt(at, e.to_string()))?;
                 if !metadata_offsets.contains(&off) {
-                    return Err(corrupt(at, format!("metadata index points at {off}, where no Metadata record is")));
+                    return Err(corrupt(
+                        at,
+                        format!("metadata index points at {off}, where no Metadata record is"),
+                    ));
                 }
             }
             op::SUMMARY_OFFSET => {
                 saw_offsets = true;
                 if rec.offset < summary_offset_start {
-                    return Err(corrupt(at, "SummaryOffset record before the footer's summary offset start"));
+                    return Err(corrupt(
+                        at,
+                        "SummaryOffset record before the footer's summary offset start",
+                    ));
                 }
                 let mut c = records::Cursor::new(&rec.body);
-                let opcode = c.u8("summary_offset.group_opcode").map_err(|e| corrupt(at, e.to_string()))?;
-                let start = c.u64("summary_offset.group_start").map_err(|e| corrupt(at, e.to_string()))?;
-                let len = c.u64("summary_offset.group_length").map_err(|e| corrupt(at, e.to_string()))?;
+                let opcode = c
+                    .u8("summary_offset.group_opcode")
+                    .map_err(|e| corrupt(at, e.to_string()))?;
+                let start = c
+                    .u64("summary_offset.group_start")
+                    .map_err(|e| corrupt(at, e.to_string()))?;
+                let len = c
+                    .u64("summary_offset.group_length")
+                    .map_err(|e| corrupt(at, e.to_string()))?;
                 let group_ok = recs
                     .iter()
                     .filter(|r| r.offset >= start && r.offset < start + len)
@@ -657,15 +766,28 @@ fn check_summary(
         }
     }
     if summary_offset_start != 0 && !saw_offsets {
-        return Err(corrupt(summary_offset_start, "footer names a summary offset section that is empty"));
+        return Err(corrupt(
+            summary_offset_start,
+            "footer names a summary offset section that is empty",
+        ));
     }
     if !summary_chunks.is_empty() || !recs.is_empty() {
         if summary_chunks.len() != chunks.len() {
-            return Err(corrupt(0, format!("summary has {} chunk indexes, the data section {} chunks", summary_chunks.len(), chunks.len())));
+            return Err(corrupt(
+                0,
+                format!(
+                    "summary has {} chunk indexes, the data section {} chunks",
+                    summary_chunks.len(),
+                    chunks.len()
+                ),
+            ));
         }
         for (s, d) in summary_chunks.iter().zip(chunks) {
             if s != d {
-                return Err(corrupt(d.chunk_start_offset, format!("chunk index disagrees with the chunk: index {s:?}, chunk {d:?}")));
+                return Err(corrupt(
+                    d.chunk_start_offset,
+                    format!("chunk index disagrees with the chunk: index {s:?}, chunk {d:?}"),
+                ));
             }
         }
     }

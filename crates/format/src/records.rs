@@ -707,7 +707,10 @@ mod tests {
             data: b"string data".to_vec(),
         };
         let mut md = BTreeMap::new();
-        md.insert("offered_qos_profiles".to_string(), "- history: 3".to_string());
+        md.insert(
+            "offered_qos_profiles".to_string(),
+            "- history: 3".to_string(),
+        );
         let c = Channel {
             id: 2,
             schema_id: 1,

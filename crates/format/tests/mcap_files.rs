@@ -56,8 +56,11 @@ fn write_file(path: &std::path::Path, compression: Compression, n: u32) -> u64 {
     if !b.is_empty() {
         w.write_chunk(&b.take().seal(&mut z)).unwrap();
     }
-    w.write_metadata("edgerec.drops", &BTreeMap::from([("/t1".to_string(), "0".to_string())]))
-        .unwrap();
+    w.write_metadata(
+        "edgerec.drops",
+        &BTreeMap::from([("/t1".to_string(), "0".to_string())]),
+    )
+    .unwrap();
     let (mut sink, s) = w.finish().unwrap();
     sink.flush().unwrap();
     s.file_len
@@ -65,7 +68,11 @@ fn write_file(path: &std::path::Path, compression: Compression, n: u32) -> u64 {
 
 #[test]
 fn every_compression_reads_back_with_the_mcap_crate() {
-    for c in [Compression::None, Compression::Lz4, Compression::Zstd { level: 3 }] {
+    for c in [
+        Compression::None,
+        Compression::Lz4,
+        Compression::Zstd { level: 3 },
+    ] {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("a.mcap");
         let len = write_file(&p, c, 2000);
@@ -136,7 +143,10 @@ fn a_flipped_bit_in_compressed_data_is_found() {
 #[test]
 fn a_flipped_bit_in_the_summary_is_a_summary_crc_error() {
     match corrupt_and_check(Compression::None, |len| len - 60) {
-        FormatError::BadCrc { what: "summary", .. } | FormatError::Corrupt { .. } => {}
+        FormatError::BadCrc {
+            what: "summary", ..
+        }
+        | FormatError::Corrupt { .. } => {}
         e => panic!("unexpected: {e}"),
     }
 }
@@ -150,5 +160,8 @@ fn a_truncated_file_names_recover() {
     f.set_len(len / 2).unwrap();
     let e = check_file(&p).unwrap_err().to_string();
     assert!(e.contains("recover"), "{e}");
-    assert!(read_summary(&p).unwrap_err().to_string().contains("not closed"));
+    assert!(read_summary(&p)
+        .unwrap_err()
+        .to_string()
+        .contains("not closed"));
 }

@@ -32,7 +32,9 @@ use edgerec_storage::WriterOptions;
 use crate::budget::MemoryBudget;
 use crate::clock::RecordingClock;
 use crate::segment::{ClosedSegment, Segment, Session};
-use crate::source::{ChannelRegistry, Doorbell, SinkShared, Source, SourceQueue, SourceSink, StopFlag};
+use crate::source::{
+    ChannelRegistry, Doorbell, SinkShared, Source, SourceQueue, SourceSink, StopFlag,
+};
 use crate::status::{ChannelStatus, RecorderState, RecorderStatus};
 use crate::RecorderError;
 
@@ -241,10 +243,8 @@ impl Recorder {
         let fallback_reason = segment.fallback_reason();
         let session_dir = session.dir().to_path_buf();
         let counters = Arc::new(PipelineCounters::default());
-        *counters
-            .segment
-            .lock()
-            .unwrap_or_else(|p| p.into_inner()) = segment.active_path().to_path_buf();
+        *counters.segment.lock().unwrap_or_else(|p| p.into_inner()) =
+            segment.active_path().to_path_buf();
         tracing::info!(
             "recording into {} with {} ({} channels, chunks of {} B, compression {})",
             session_dir.display(),
@@ -273,9 +273,8 @@ impl Recorder {
         for i in 0..threads {
             let rx = job_rx.clone();
             let tx = sealed_tx.clone();
-            let mut comp = ChunkCompressor::new(opts.compression).map_err(|e| {
-                RecorderError::Options(format!("compressor {i} cannot start: {e}"))
-            })?;
+            let mut comp = ChunkCompressor::new(opts.compression)
+                .map_err(|e| RecorderError::Options(format!("compressor {i} cannot start: {e}")))?;
             compressors.push(spawn(&format!("edgerec-zip{i}"), move || {
                 compressor_loop(rx, tx, &mut comp)
             })?);
@@ -527,7 +526,13 @@ fn chunker_loop(
                         if b.is_empty() {
                             opened = Some(Instant::now());
                         }
-                        b.push(env.channel.0, seq, env.log_time, env.publish_time, &env.payload);
+                        b.push(
+                            env.channel.0,
+                            seq,
+                            env.log_time,
+                            env.publish_time,
+                            &env.payload,
+                        );
                         charge += env.charge();
                         if b.len() >= chunk_size {
                             send(&mut b, &mut charge, &mut new_channels);
@@ -678,7 +683,9 @@ fn sequencer_loop(
                 if let Err(e) = seg.tick() {
                     fail(e, &mut failed);
                 } else {
-                    counters.durable_bytes.store(seg.durable(), Ordering::Relaxed);
+                    counters
+                        .durable_bytes
+                        .store(seg.durable(), Ordering::Relaxed);
                 }
             }
         }

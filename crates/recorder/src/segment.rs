@@ -207,7 +207,8 @@ impl Session {
         } = seg;
         let mut drops = BTreeMap::new();
         for c in channels {
-            let now = c.counters.dropped.load(Ordering::Relaxed) + c.counters.lost.load(Ordering::Relaxed);
+            let now = c.counters.dropped.load(Ordering::Relaxed)
+                + c.counters.lost.load(Ordering::Relaxed);
             let before = drops_at_open.get(&c.id.0).copied().unwrap_or(0);
             drops.insert(c.spec.topic.clone(), (now - before).to_string());
         }

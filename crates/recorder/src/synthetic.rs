@@ -126,7 +126,11 @@ impl SyntheticSource {
         let mut metadata = BTreeMap::new();
         metadata.insert(
             "offered_qos_profiles".to_string(),
-            qos_profile_yaml(true, self.cfg.latched, if self.cfg.latched { 1 } else { 10 }),
+            qos_profile_yaml(
+                true,
+                self.cfg.latched,
+                if self.cfg.latched { 1 } else { 10 },
+            ),
         );
         Ok(ChannelSpec {
             topic: self.cfg.topic.clone(),
@@ -142,30 +146,10 @@ impl SyntheticSource {
 
 /// The PointCloud2 fields the synthetic lidar declares.
 pub const POINT_FIELDS: [PointFieldSpec<'static>; 4] = [
-    PointFieldSpec {
-        name: "x",
-        offset: 0,
-        datatype: PointFieldSpec::FLOAT32,
-        count: 1,
-    },
-    PointFieldSpec {
-        name: "y",
-        offset: 4,
-        datatype: PointFieldSpec::FLOAT32,
-        count: 1,
-    },
-    PointFieldSpec {
-        name: "z",
-        offset: 8,
-        datatype: PointFieldSpec::FLOAT32,
-        count: 1,
-    },
-    PointFieldSpec {
-        name: "intensity",
-        offset: 12,
-        datatype: PointFieldSpec::FLOAT32,
-        count: 1,
-    },
+    PointFieldSpec::float32("x", 0),
+    PointFieldSpec::float32("y", 4),
+    PointFieldSpec::float32("z", 8),
+    PointFieldSpec::float32("intensity", 12),
 ];
 
 /// Size of the variable `data` field for a channel (0 = natural size).
@@ -339,6 +323,9 @@ mod tests {
 
     #[test]
     fn pointcloud_size_is_whole_points() {
-        assert_eq!(data_len(&chan(SyntheticKind::PointCloud2, 1_200_001)), 1_200_000);
+        assert_eq!(
+            data_len(&chan(SyntheticKind::PointCloud2, 1_200_001)),
+            1_200_000
+        );
     }
 }

@@ -70,7 +70,8 @@ pub fn mcap_readback(path: &Path) -> Result<Readback, String> {
                 fed += n;
             }
             LinearReadEvent::Record { data, opcode } => {
-                let rec = mcap::parse_record(opcode, data).map_err(|e| format!("mcap record: {e}"))?;
+                let rec =
+                    mcap::parse_record(opcode, data).map_err(|e| format!("mcap record: {e}"))?;
                 if let mcap::records::Record::Metadata(m) = rec {
                     metadata.insert(m.name, m.metadata);
                 }
@@ -89,7 +90,11 @@ pub fn mcap_readback(path: &Path) -> Result<Readback, String> {
         ..Default::default()
     };
     for ch in summary.channels.values() {
-        let schema = ch.schema.as_ref().map(|s| s.name.clone()).unwrap_or_default();
+        let schema = ch
+            .schema
+            .as_ref()
+            .map(|s| s.name.clone())
+            .unwrap_or_default();
         out.topics.insert(ch.topic.clone(), schema);
     }
     let stream = mcap::MessageStream::new_with_options(
@@ -101,7 +106,12 @@ pub fn mcap_readback(path: &Path) -> Result<Readback, String> {
         let m = m.map_err(|e| format!("mcap message: {e}"))?;
         out.messages.push(ReadMessage {
             topic: m.channel.topic.clone(),
-            schema: m.channel.schema.as_ref().map(|s| s.name.clone()).unwrap_or_default(),
+            schema: m
+                .channel
+                .schema
+                .as_ref()
+                .map(|s| s.name.clone())
+                .unwrap_or_default(),
             sequence: m.sequence,
             log_time: m.log_time,
             publish_time: m.publish_time,

@@ -1,0 +1,374 @@
+//! The validated configuration: plain data with every default filled in,
+//! every value inside its documented range.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+const KIB: u64 = 1 << 10;
+const MIB: u64 = 1 << 20;
+const GIB: u64 = 1 << 30;
+
+/// The whole configuration, one field per TOML table.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Config {
+    /// `[recording]`: where sessions go and how they are named.
+    pub recording: RecordingConfig,
+    /// `[storage]`: how segment files reach the disk.
+    pub storage: StorageConfig,
+    /// `[mcap]`: how messages are grouped and compressed in a segment.
+    pub mcap: McapConfig,
+    /// `[pipeline]`: memory and threads between the sources and the disk.
+    pub pipeline: PipelineConfig,
+    /// `[sources]`: what is recorded besides ROS 2 topics.
+    pub sources: SourcesConfig,
+}
+
+/// `[recording]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RecordingConfig {
+    /// Directory that holds one rosbag2 bag directory per session.
+    /// Default `/data/edgerec/recordings`.
+    pub root: PathBuf,
+    /// First part of each session's name; `[A-Za-z0-9_-]{1,64}`.
+    /// Default `edgerec`.
+    pub session_prefix: String,
+    /// ROS 2 distribution written into the bag's metadata. Default Humble.
+    pub ros_distro: RosDistro,
+}
+
+impl Default for RecordingConfig {
+    fn default() -> Self {
+        RecordingConfig {
+            root: PathBuf::from("/data/edgerec/recordings"),
+            session_prefix: "edgerec".to_owned(),
+            ros_distro: RosDistro::Humble,
+        }
+    }
+}
+
+/// ROS 2 distribution; TOML `"humble"` or `"jazzy"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum RosDistro {
+    /// Humble Hawksbill (Ubuntu 22.04, JetPack 6).
+    #[default]
+    Humble,
+    /// Jazzy Jalisco (Ubuntu 24.04).
+    Jazzy,
+}
+
+impl RosDistro {
+    /// Every distribution, in the order the TOML spellings are listed.
+    pub const ALL: [RosDistro; 2] = [RosDistro::Humble, RosDistro::Jazzy];
+
+    /// The TOML spelling, also the name ROS 2 uses: `"humble"`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            RosDistro::Humble => "humble",
+            RosDistro::Jazzy => "jazzy",
+        }
+    }
+}
+
+impl fmt::Display for RosDistro {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// `[storage]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StorageConfig {
+    /// Kernel interface used to write. Default [`StorageBackend::Auto`].
+    pub backend: StorageBackend,
+    /// Bytes per write; a power of two from 4 KiB to 64 MiB. Default 1 MiB.
+    pub block_size: u64,
+    /// Writes in flight at once; 1 to 128. Default 8.
+    pub queue_depth: u32,
+    /// Longest time written data may wait before it is made durable;
+    /// 10 ms to 60 s. Default 1 s.
+    pub sync_interval: Duration,
+    /// Bytes reserved ahead of the write position; 0 (off) or from
+    /// `block_size` to 64 GiB. Default 256 MiB.
+    pub preallocate: u64,
+}
+
+impl Default for StorageConfig {
+    fn default() -> Self {
+        StorageConfig {
+            backend: StorageBackend::Auto,
+            block_size: MIB,
+            queue_depth: 8,
+            sync_interval: Duration::from_secs(1),
+            preallocate: 256 * MIB,
+        }
+    }
+}
+
+/// Kernel interface for writing segments; TOML `"auto"`, `"io_uring"`,
+/// `"pwrite_direct"` or `"buffered"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum StorageBackend {
+    /// The fastest the kernel and file system offer, probed at start.
+    #[default]
+    Auto,
+    /// io_uring with O_DIRECT.
+    IoUring,
+    /// pwrite(2) with O_DIRECT.
+    PwriteDirect,
+    /// pwrite(2) through the page cache.
+    Buffered,
+}
+
+impl StorageBackend {
+    /// Every backend, in the order the TOML spellings are listed.
+    pub const ALL: [StorageBackend; 4] = [
+        StorageBackend::Auto,
+        StorageBackend::IoUring,
+        StorageBackend::PwriteDirect,
+        StorageBackend::Buffered,
+    ];
+
+    /// The TOML spelling: `"io_uring"`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            StorageBackend::Auto => "auto",
+            StorageBackend::IoUring => "io_uring",
+            StorageBackend::PwriteDirect => "pwrite_direct",
+            StorageBackend::Buffered => "buffered",
+        }
+    }
+}
+
+impl fmt::Display for StorageBackend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// `[mcap]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct McapConfig {
+    /// Uncompressed bytes at which a chunk is closed; 64 KiB to 256 MiB.
+    /// Default 4 MiB.
+    pub chunk_size: u64,
+    /// Chunk compression. Default [`Compression::None`].
+    pub compression: Compression,
+    /// zstd level, 1 to 19; ignored by lz4 and none. Default 3.
+    pub compression_level: i32,
+    /// Age at which a chunk is closed even if not full; bounds the data not
+    /// yet on disk. 10 ms to 10 s. Default 500 ms.
+    pub chunk_max_age: Duration,
+}
+
+impl Default for McapConfig {
+    fn default() -> Self {
+        McapConfig {
+            chunk_size: 4 * MIB,
+            compression: Compression::None,
+            compression_level: 3,
+            chunk_max_age: Duration::from_millis(500),
+        }
+    }
+}
+
+/// Chunk compression; TOML `"none"`, `"lz4"` or `"zstd"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Compression {
+    /// Chunks stored as they are.
+    #[default]
+    None,
+    /// LZ4 frames: fast, modest ratio.
+    Lz4,
+    /// Zstandard at [`McapConfig::compression_level`].
+    Zstd,
+}
+
+impl Compression {
+    /// Every compression, in the order the TOML spellings are listed.
+    pub const ALL: [Compression; 3] = [Compression::None, Compression::Lz4, Compression::Zstd];
+
+    /// The TOML spelling, also MCAP's name for it except for none (MCAP
+    /// writes an empty string): `"zstd"`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Compression::None => "none",
+            Compression::Lz4 => "lz4",
+            Compression::Zstd => "zstd",
+        }
+    }
+}
+
+impl fmt::Display for Compression {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// `[pipeline]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PipelineConfig {
+    /// Bytes all queued and in-flight messages and chunks may hold together;
+    /// 16 MiB to 64 GiB and at least 4 × `mcap.chunk_size`. Default 256 MiB.
+    pub memory_budget: u64,
+    /// Compression threads; 0 means one per core. 0 to 64. Default 0.
+    pub compressor_threads: usize,
+    /// Envelopes each source's queue holds; a power of two from 64 to
+    /// 1048576. Default 16384.
+    pub queue_capacity: usize,
+}
+
+impl Default for PipelineConfig {
+    fn default() -> Self {
+        PipelineConfig {
+            memory_budget: 256 * MIB,
+            compressor_threads: 0,
+            queue_capacity: 16384,
+        }
+    }
+}
+
+/// `[sources]`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SourcesConfig {
+    /// `[[sources.synthetic]]`: generated messages, for demos and for
+    /// measuring the recorder without sensors. Default none.
+    pub synthetic: Vec<SyntheticChannel>,
+}
+
+/// One `[[sources.synthetic]]` entry: a topic of generated messages.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SyntheticChannel {
+    /// ROS 2 topic name, fully qualified (`/imu/data`); unique among the
+    /// synthetic channels. Required.
+    pub topic: String,
+    /// Message type; TOML key `type`. Required.
+    pub kind: SyntheticKind,
+    /// Messages per second. Required.
+    pub rate: Rate,
+    /// Bytes in the message's data field (PointCloud2, Image, String); 0
+    /// means the type's natural size; at most 64 MiB. Ignored for Imu, whose
+    /// size is fixed. Default 0.
+    pub payload_size: u64,
+    /// `header.frame_id` of the generated messages. Default
+    /// `edgerec_synthetic`.
+    pub frame_id: String,
+    /// Whether the topic is recorded with transient-local (latched) QoS.
+    /// Default false.
+    pub latched: bool,
+}
+
+impl SyntheticChannel {
+    /// The `frame_id` used when the entry has none.
+    pub const DEFAULT_FRAME_ID: &'static str = "edgerec_synthetic";
+
+    /// A channel with the required fields given and every other field at
+    /// its default. The topic is not checked here; [`Config::parse`]
+    /// checks it.
+    ///
+    /// [`Config::parse`]: crate::Config::parse
+    pub fn new(topic: impl Into<String>, kind: SyntheticKind, rate: Rate) -> Self {
+        SyntheticChannel {
+            topic: topic.into(),
+            kind,
+            rate,
+            payload_size: 0,
+            frame_id: Self::DEFAULT_FRAME_ID.to_owned(),
+            latched: false,
+        }
+    }
+}
+
+/// Message type of a synthetic channel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SyntheticKind {
+    /// `sensor_msgs/msg/Imu`.
+    Imu,
+    /// `sensor_msgs/msg/PointCloud2`.
+    PointCloud2,
+    /// `sensor_msgs/msg/Image`.
+    Image,
+    /// `std_msgs/msg/String`.
+    String,
+}
+
+impl SyntheticKind {
+    /// Every kind, in the order the TOML spellings are listed.
+    pub const ALL: [SyntheticKind; 4] = [
+        SyntheticKind::Imu,
+        SyntheticKind::PointCloud2,
+        SyntheticKind::Image,
+        SyntheticKind::String,
+    ];
+
+    /// The full ROS 2 type name, also the TOML spelling:
+    /// `"sensor_msgs/msg/Imu"`.
+    pub fn ros_type(&self) -> &'static str {
+        match self {
+            SyntheticKind::Imu => "sensor_msgs/msg/Imu",
+            SyntheticKind::PointCloud2 => "sensor_msgs/msg/PointCloud2",
+            SyntheticKind::Image => "sensor_msgs/msg/Image",
+            SyntheticKind::String => "std_msgs/msg/String",
+        }
+    }
+}
+
+impl fmt::Display for SyntheticKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.ros_type())
+    }
+}
+
+/// Messages per second of a synthetic channel.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Rate {
+    /// This many messages per second; more than 0, at most 10 000 000.
+    Hz(f64),
+    /// As fast as the pipeline accepts them: for measuring throughput.
+    Max,
+}
+
+impl Rate {
+    /// Time between two messages; `None` for [`Rate::Max`].
+    pub fn period(&self) -> Option<Duration> {
+        match self {
+            Rate::Hz(hz) => Some(Duration::from_secs_f64(1.0 / hz)),
+            Rate::Max => None,
+        }
+    }
+}
+
+impl fmt::Display for Rate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Rate::Hz(hz) => write!(f, "{hz} Hz"),
+            Rate::Max => f.write_str("max"),
+        }
+    }
+}
+
+/// Limits the validation enforces; kept beside the defaults they bound.
+pub(crate) mod limits {
+    use super::{GIB, KIB, MIB};
+    use std::time::Duration;
+
+    pub const BLOCK_SIZE: (u64, u64) = (4 * KIB, 64 * MIB);
+    pub const QUEUE_DEPTH: (i64, i64) = (1, 128);
+    pub const SYNC_INTERVAL: (Duration, Duration) =
+        (Duration::from_millis(10), Duration::from_secs(60));
+    pub const PREALLOCATE_MAX: u64 = 64 * GIB;
+    pub const CHUNK_SIZE: (u64, u64) = (64 * KIB, 256 * MIB);
+    pub const ZSTD_LEVEL: (i64, i64) = (1, 19);
+    pub const CHUNK_MAX_AGE: (Duration, Duration) =
+        (Duration::from_millis(10), Duration::from_secs(10));
+    pub const MEMORY_BUDGET: (u64, u64) = (16 * MIB, 64 * GIB);
+    /// The chunker fills one chunk while the compressors hold others and the
+    /// sequencer waits on the oldest; fewer than four chunks of budget
+    /// stalls the pipeline on its own chunks.
+    pub const CHUNKS_IN_BUDGET: u64 = 4;
+    pub const COMPRESSOR_THREADS: (i64, i64) = (0, 64);
+    pub const QUEUE_CAPACITY: (i64, i64) = (64, 1 << 20);
+    pub const SESSION_PREFIX_MAX: usize = 64;
+    pub const RATE_MAX_HZ: f64 = 10_000_000.0;
+    pub const PAYLOAD_SIZE_MAX: u64 = 64 * MIB;
+}

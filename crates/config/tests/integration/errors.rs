@@ -1,0 +1,631 @@
+//! One test per class of error, each pinning the line, column, key, message
+//! and hint the user sees.
+
+use std::path::{Path, PathBuf};
+
+use edgerec_config::{Config, ConfigError};
+
+fn error(text: &str) -> ConfigError {
+    match Config::parse(text, Path::new("edgerec.toml")) {
+        Ok(config) => panic!("accepted {text:?} as {config:?}"),
+        Err(err) => err,
+    }
+}
+
+#[track_caller]
+fn assert_error(
+    err: &ConfigError,
+    (line, column): (usize, usize),
+    key: Option<&str>,
+    message: &str,
+    hint: Option<&str>,
+) {
+    assert_eq!(err.path, PathBuf::from("edgerec.toml"), "{err}");
+    assert_eq!((err.line, err.column), (Some(line), Some(column)), "{err}");
+    assert_eq!(err.key.as_deref(), key, "{err}");
+    assert_eq!(err.message, message, "{err}");
+    assert_eq!(err.hint.as_deref(), hint, "{err}");
+}
+
+const STORAGE_KEYS: &str = "backend, block_size, queue_depth, sync_interval, preallocate";
+const SYNTHETIC_KEYS: &str = "topic, type, rate, payload_size, frame_id, latched";
+
+const TWO_CHANNELS: &str = r#"[[sources.synthetic]]
+topic = "/imu"
+type = "sensor_msgs/msg/Imu"
+rate = 400
+
+[[sources.synthetic]]
+"#;
+
+#[test]
+fn syntax_error() {
+    let err = error("[storage]\nqueue_depth 8\n");
+    assert_error(&err, (2, 13), None, "key with no value, expected `=`", None);
+    assert_eq!(
+        err.to_string(),
+        "edgerec.toml:2:13: key with no value, expected `=`"
+    );
+}
+
+#[test]
+fn syntax_error_duplicate_key() {
+    let err = error("[storage]\nqueue_depth = 8\nqueue_depth = 9\n");
+    assert_error(&err, (3, 1), None, "duplicate key `queue_depth`", None);
+}
+
+#[test]
+fn unknown_key_with_a_near_valid_one() {
+    let err = error("[storage]\nbackend = \"auto\"\nblok_size = 4096\n");
+    let hint = format!("did you mean `block_size`? (valid keys: {STORAGE_KEYS})");
+    assert_error(
+        &err,
+        (3, 1),
+        Some("storage.blok_size"),
+        "unknown key",
+        Some(&hint),
+    );
+    assert_eq!(
+        err.to_string(),
+        format!("edgerec.toml:3:1: storage.blok_size: unknown key; {hint}")
+    );
+}
+
+#[test]
+fn unknown_table() {
+    let err = error("[recording]\nroot = \"/x\"\n\n[strorage]\nblock_size = 4096\n");
+    assert_error(
+        &err,
+        (4, 2),
+        Some("strorage"),
+        "unknown key",
+        Some("did you mean `storage`? (valid keys: recording, storage, mcap, pipeline, sources)"),
+    );
+}
+
+#[test]
+fn unknown_key_in_a_synthetic_channel() {
+    let text = format!("{TWO_CHANNELS}topic = \"/gps\"\ntype = \"std_msgs/msg/String\"\nrat = 1\n");
+    let err = error(&text);
+    assert_error(
+        &err,
+        (9, 1),
+        Some("sources.synthetic[1].rat"),
+        "unknown key",
+        Some(&format!(
+            "did you mean `rate`? (valid keys: {SYNTHETIC_KEYS})"
+        )),
+    );
+}
+
+#[test]
+fn unknown_key_that_belongs_in_another_table() {
+    let err = error("[storage]\nchunk_size = \"8MiB\"\n");
+    let hint =
+        format!("`chunk_size` belongs in [mcap], not [storage] (valid keys here: {STORAGE_KEYS})");
+    assert_error(
+        &err,
+        (2, 1),
+        Some("storage.chunk_size"),
+        "unknown key",
+        Some(&hint),
+    );
+
+    let err = error("# recording root\nroot = \"/x\"\n");
+    assert_error(
+        &err,
+        (2, 1),
+        Some("root"),
+        "unknown key",
+        Some("`root` belongs in [recording], not the top level (valid keys here: recording, storage, mcap, pipeline, sources)"),
+    );
+}
+
+#[test]
+fn unknown_key_with_nothing_near() {
+    let err = error("[mcap]\nfoo = 1\n");
+    assert_error(
+        &err,
+        (2, 1),
+        Some("mcap.foo"),
+        "unknown key",
+        Some("valid keys: chunk_size, compression, compression_level, chunk_max_age"),
+    );
+}
+
+/// Keys written dotted or in inline tables are located as precisely.
+#[test]
+fn unknown_key_dotted_and_inline() {
+    let err = error("mcap.chunk_sise = 1\n");
+    assert_eq!((err.line, err.column), (Some(1), Some(6)), "{err}");
+    assert_eq!(err.key.as_deref(), Some("mcap.chunk_sise"));
+    assert!(err.hint.unwrap().starts_with("did you mean `chunk_size`?"));
+
+    let err = error("storage = { backend = \"auto\", depth = 2 }\n");
+    assert_error(
+        &err,
+        (1, 31),
+        Some("storage.depth"),
+        "unknown key",
+        Some(&format!("valid keys: {STORAGE_KEYS}")),
+    );
+}
+
+#[test]
+fn wrong_type() {
+    let err = error("[storage]\nqueue_depth = \"8\"\n");
+    assert_error(
+        &err,
+        (2, 15),
+        Some("storage.queue_depth"),
+        "expected an integer, found a string",
+        Some("write 8 without quotes"),
+    );
+
+    let err = error("[recording]\nsession_prefix = 7\n");
+    assert_error(
+        &err,
+        (2, 18),
+        Some("recording.session_prefix"),
+        "expected a string, found an integer",
+        Some("put it in quotes: \"7\""),
+    );
+
+    let text = format!("{TWO_CHANNELS}topic = \"/s\"\ntype = \"std_msgs/msg/String\"\nrate = 1\nlatched = \"yes\"\n");
+    let err = error(&text);
+    assert_error(
+        &err,
+        (10, 11),
+        Some("sources.synthetic[1].latched"),
+        "expected a boolean, found a string",
+        Some("write true or false"),
+    );
+
+    let err = error("[storage]\nblock_size = 4096.0\n");
+    assert_error(
+        &err,
+        (2, 14),
+        Some("storage.block_size"),
+        "expected a size (an integer in bytes or a string such as \"4MiB\"), found a float",
+        None,
+    );
+}
+
+#[test]
+fn wrong_type_for_a_table() {
+    let err = error("storage = 5\n");
+    assert_error(
+        &err,
+        (1, 11),
+        Some("storage"),
+        "expected a table, found an integer",
+        Some("write [storage] and its keys on the lines below it"),
+    );
+
+    let err = error("[sources.synthetic]\ntopic = \"/imu\"\n");
+    assert_error(
+        &err,
+        (1, 1),
+        Some("sources.synthetic"),
+        "expected an array of tables, found a table",
+        Some("write one [[sources.synthetic]] table (double brackets) per channel"),
+    );
+
+    let err = error("[sources]\nsynthetic = [1]\n");
+    assert_error(
+        &err,
+        (2, 14),
+        Some("sources.synthetic[0]"),
+        "expected a table, found an integer",
+        None,
+    );
+}
+
+#[test]
+fn integer_out_of_range() {
+    let err = error("[storage]\nqueue_depth = 0\n");
+    assert_error(
+        &err,
+        (2, 15),
+        Some("storage.queue_depth"),
+        "must be from 1 to 128, got 0",
+        None,
+    );
+
+    let err = error("[pipeline]\nqueue_capacity = 1000\n");
+    assert_error(
+        &err,
+        (2, 18),
+        Some("pipeline.queue_capacity"),
+        "must be a power of two from 64 to 1048576, got 1000",
+        Some("the nearest powers of two are 512 and 1024"),
+    );
+}
+
+#[test]
+fn size_out_of_range() {
+    let err = error("[storage]\nblock_size = 6000\n");
+    assert_error(
+        &err,
+        (2, 14),
+        Some("storage.block_size"),
+        "must be a power of two from 4 KiB to 64 MiB, got 6000 bytes",
+        Some("the nearest powers of two are 4 KiB and 8 KiB"),
+    );
+
+    let err = error("[storage]\nblock_size = \"128MiB\"\n");
+    assert_error(
+        &err,
+        (2, 14),
+        Some("storage.block_size"),
+        "must be a power of two from 4 KiB to 64 MiB, got 128 MiB",
+        None,
+    );
+
+    let err = error("[storage]\nblock_size = -4096\n");
+    assert_error(
+        &err,
+        (2, 14),
+        Some("storage.block_size"),
+        "a size must not be negative",
+        None,
+    );
+
+    let text = format!("{TWO_CHANNELS}topic = \"/c\"\ntype = \"sensor_msgs/msg/Image\"\nrate = 30\npayload_size = \"65MiB\"\n");
+    let err = error(&text);
+    assert_error(
+        &err,
+        (10, 16),
+        Some("sources.synthetic[1].payload_size"),
+        "must be from 0 bytes to 64 MiB, got 65 MiB",
+        None,
+    );
+}
+
+#[test]
+fn ambiguous_size_unit() {
+    let err = error("[storage]\npreallocate = \"1G\"\n");
+    assert_error(
+        &err,
+        (2, 15),
+        Some("storage.preallocate"),
+        "ambiguous size unit `G`",
+        Some("write \"1GiB\" (1073741824 bytes) or \"1GB\" (1000000000 bytes)"),
+    );
+}
+
+#[test]
+fn duration_out_of_range() {
+    let err = error("[mcap]\nchunk_max_age = \"5ms\"\n");
+    assert_error(
+        &err,
+        (2, 17),
+        Some("mcap.chunk_max_age"),
+        "must be from 10ms to 10s, got 5ms",
+        None,
+    );
+}
+
+#[test]
+fn duration_without_unit() {
+    let err = error("[storage]\nsync_interval = 1\n");
+    assert_error(
+        &err,
+        (2, 17),
+        Some("storage.sync_interval"),
+        "a duration needs a unit",
+        Some("write \"1s\" or \"1ms\""),
+    );
+
+    let err = error("[storage]\nsync_interval = \"2\"\n");
+    assert_error(
+        &err,
+        (2, 17),
+        Some("storage.sync_interval"),
+        "a duration needs a unit",
+        Some("write \"2s\" or \"2ms\""),
+    );
+}
+
+#[test]
+fn unknown_enum_value() {
+    let err = error("[mcap]\ncompression = \"zsdt\"\n");
+    assert_error(
+        &err,
+        (2, 15),
+        Some("mcap.compression"),
+        "unknown value `zsdt`",
+        Some("did you mean `zstd`? (valid values: none, lz4, zstd)"),
+    );
+
+    let err = error("[storage]\nbackend = \"uring\"\n");
+    assert_error(
+        &err,
+        (2, 11),
+        Some("storage.backend"),
+        "unknown value `uring`",
+        Some("valid values: auto, io_uring, pwrite_direct, buffered"),
+    );
+
+    let text = format!("{TWO_CHANNELS}topic = \"/gps\"\ntype = \"sensor_msgs/Imu\"\nrate = 1\n");
+    let err = error(&text);
+    assert_error(
+        &err,
+        (8, 8),
+        Some("sources.synthetic[1].type"),
+        "unknown value `sensor_msgs/Imu`",
+        Some("did you mean `sensor_msgs/msg/Imu`? (valid values: sensor_msgs/msg/Imu, sensor_msgs/msg/PointCloud2, sensor_msgs/msg/Image, std_msgs/msg/String)"),
+    );
+}
+
+/// Columns count characters: the two non-ASCII characters before the value
+/// would make a byte count two too high.
+#[test]
+fn columns_count_characters_not_bytes() {
+    let err = error("recording = { root = \"/dätä\", ros_distro = \"hümble\" }\n");
+    assert_error(
+        &err,
+        (1, 44),
+        Some("recording.ros_distro"),
+        "unknown value `hümble`",
+        Some("did you mean `humble`? (valid values: humble, jazzy)"),
+    );
+}
+
+#[test]
+fn memory_budget_below_four_chunks() {
+    let err = error("[mcap]\nchunk_size = \"64MiB\"\n\n[pipeline]\nmemory_budget = \"128MiB\"\n");
+    assert_error(
+        &err,
+        (5, 17),
+        Some("pipeline.memory_budget"),
+        "must be at least 4 x mcap.chunk_size (256 MiB), got 128 MiB",
+        Some("raise pipeline.memory_budget to at least \"256MiB\" or lower mcap.chunk_size"),
+    );
+
+    // With the budget left at its default, the chunk size is what the file
+    // says, so that is where the error points.
+    let err = error("[mcap]\nchunk_size = \"128MiB\"\n");
+    assert_error(
+        &err,
+        (2, 14),
+        Some("mcap.chunk_size"),
+        "needs pipeline.memory_budget of at least 4 x chunk_size (512 MiB), but memory_budget is 256 MiB (the default)",
+        Some("raise pipeline.memory_budget to at least \"512MiB\" or lower mcap.chunk_size"),
+    );
+}
+
+#[test]
+fn preallocate_below_block_size() {
+    let err = error("[storage]\nblock_size = \"8MiB\"\npreallocate = \"4MiB\"\n");
+    assert_error(
+        &err,
+        (3, 15),
+        Some("storage.preallocate"),
+        "must be 0 (off) or from block_size (8 MiB) to 64 GiB, got 4 MiB",
+        None,
+    );
+}
+
+#[test]
+fn zstd_level_out_of_range() {
+    let message = "must be from 1 to 19, got 22";
+    let err = error("[mcap]\ncompression = \"zstd\"\ncompression_level = 22\n");
+    assert_error(&err, (3, 21), Some("mcap.compression_level"), message, None);
+    // The level is checked against the compression wherever either is.
+    let err = error("[mcap]\ncompression_level = 22\ncompression = \"zstd\"\n");
+    assert_error(&err, (2, 21), Some("mcap.compression_level"), message, None);
+}
+
+#[test]
+fn duplicate_topic() {
+    let text =
+        format!("{TWO_CHANNELS}topic = \"/imu\"\ntype = \"sensor_msgs/msg/Imu\"\nrate = 100\n");
+    let err = error(&text);
+    assert_error(
+        &err,
+        (7, 9),
+        Some("sources.synthetic[1].topic"),
+        "duplicate topic `/imu`",
+        Some("sources.synthetic[0] (line 2) already records it; give each channel its own topic"),
+    );
+}
+
+/// A missing key has no position of its own: the error points at the
+/// header of the entry that lacks it.
+#[test]
+fn missing_required_keys() {
+    let err = error(&format!(
+        "{TWO_CHANNELS}type = \"sensor_msgs/msg/Imu\"\nrate = 1\n"
+    ));
+    assert_error(
+        &err,
+        (6, 1),
+        Some("sources.synthetic[1].topic"),
+        "missing required key `topic`",
+        Some("add topic = \"/name\", a fully qualified ROS 2 topic name"),
+    );
+
+    let err = error(&format!("{TWO_CHANNELS}topic = \"/a\"\nrate = 1\n"));
+    assert_error(
+        &err,
+        (6, 1),
+        Some("sources.synthetic[1].type"),
+        "missing required key `type`",
+        Some("add type = \"sensor_msgs/msg/Imu\" (types: sensor_msgs/msg/Imu, sensor_msgs/msg/PointCloud2, sensor_msgs/msg/Image, std_msgs/msg/String)"),
+    );
+
+    let err = error(&format!(
+        "{TWO_CHANNELS}topic = \"/a\"\ntype = \"std_msgs/msg/String\"\n"
+    ));
+    assert_error(
+        &err,
+        (6, 1),
+        Some("sources.synthetic[1].rate"),
+        "missing required key `rate`",
+        Some("add rate = 10 (in Hz) or rate = \"max\""),
+    );
+
+    // In an inline array the entry starts at its `{`.
+    let err = error(concat!(
+        "[sources]\n",
+        "synthetic = [\n",
+        "  { topic = \"/a\", type = \"std_msgs/msg/String\", rate = 1 },\n",
+        "  { topic = \"/b\", type = \"std_msgs/msg/String\" },\n",
+        "]\n",
+    ));
+    assert_eq!((err.line, err.column), (Some(4), Some(3)), "{err}");
+    assert_eq!(err.key.as_deref(), Some("sources.synthetic[1].rate"));
+}
+
+#[test]
+fn invalid_topic_name() {
+    let channel = |topic: &str| {
+        error(&format!(
+            "[[sources.synthetic]]\ntopic = \"{topic}\"\ntype = \"sensor_msgs/msg/Imu\"\nrate = 1\n"
+        ))
+    };
+    let key = Some("sources.synthetic[0].topic");
+    assert_error(
+        &channel("imu/data"),
+        (2, 9),
+        key,
+        "a topic name must start with `/`",
+        Some("write \"/imu/data\": a recorder has no namespace to resolve a relative name in"),
+    );
+    assert_error(
+        &channel("/front-camera"),
+        (2, 9),
+        key,
+        "`/front-camera` contains `-`, which a ROS 2 topic name cannot",
+        Some("use letters, digits, `_` and `/`"),
+    );
+    assert_error(
+        &channel("/a//b"),
+        (2, 9),
+        key,
+        "`/a//b` contains `//`, an empty name part",
+        None,
+    );
+    assert_error(
+        &channel("/imu/"),
+        (2, 9),
+        key,
+        "`/imu/` must not end with `/`",
+        None,
+    );
+    assert_error(
+        &channel("/cam/3d"),
+        (2, 9),
+        key,
+        "`/cam/3d`: the part `3d` starts with a digit, which a ROS 2 topic name cannot",
+        None,
+    );
+}
+
+#[test]
+fn invalid_rate() {
+    let channel = |rate: &str| {
+        error(&format!(
+            "[[sources.synthetic]]\ntopic = \"/a\"\ntype = \"sensor_msgs/msg/Imu\"\nrate = {rate}\n"
+        ))
+    };
+    let key = Some("sources.synthetic[0].rate");
+    assert_error(
+        &channel("0"),
+        (4, 8),
+        key,
+        "must be more than 0 and at most 10000000 Hz, got 0",
+        None,
+    );
+    assert_error(
+        &channel("2e7"),
+        (4, 8),
+        key,
+        "must be more than 0 and at most 10000000 Hz, got 20000000",
+        Some("write rate = \"max\" to generate as fast as the pipeline accepts"),
+    );
+    assert_error(
+        &channel("nan"),
+        (4, 8),
+        key,
+        "must be more than 0 and at most 10000000 Hz, got NaN",
+        None,
+    );
+    assert_error(
+        &channel("\"400Hz\""),
+        (4, 8),
+        key,
+        "unknown rate `400Hz`",
+        Some("write rate = 400, a number in Hz without quotes"),
+    );
+    assert_error(
+        &channel("\"fast\""),
+        (4, 8),
+        key,
+        "unknown rate `fast`",
+        Some("write a number in Hz (rate = 10) or \"max\""),
+    );
+}
+
+#[test]
+fn invalid_session_prefix() {
+    let err = error("[recording]\nsession_prefix = \"my car\"\n");
+    assert_error(
+        &err,
+        (2, 18),
+        Some("recording.session_prefix"),
+        "`my car` contains ` `, which is not allowed",
+        Some(
+            "use letters, digits, `_` and `-`: the prefix becomes part of directory and file names",
+        ),
+    );
+}
+
+#[test]
+fn unreadable_file() {
+    let path = Path::new("/nonexistent/edgerec.toml");
+    let err = Config::load(path).unwrap_err();
+    assert_eq!(err.path, path);
+    assert_eq!(
+        (err.line, err.column, err.key.as_deref()),
+        (None, None, None)
+    );
+    assert!(
+        err.message
+            .starts_with("cannot read the configuration: No such file or directory"),
+        "{err}"
+    );
+    assert_eq!(
+        err.to_string(),
+        format!("/nonexistent/edgerec.toml: {}", err.message)
+    );
+}
+
+/// Every error names a line and a column: no path through the validation
+/// loses the position.
+#[test]
+fn every_error_has_a_position() {
+    let texts = [
+        "[storage]\nbackend = 1\n",
+        "[recording]\nroot = \"\"\n",
+        "[sources]\nsynthetic = 3\n",
+        "sources = 3\n",
+        "[pipeline]\ncompressor_threads = 65\n",
+        "[[sources.synthetic]]\n",
+        "sources.synthetic = [{}]\n",
+        "[[sources.synthetic]]\ntopic = 1\n",
+        "[[sources.synthetic]]\ntopic = \"/a\"\ntype = \"std_msgs/msg/String\"\nrate = 1\nframe_id = 2\n",
+        "[[sources.synthetic]]\ntopic = \"/a\"\ntype = \"std_msgs/msg/String\"\nrate = true\n",
+        "[mcap]\nchunk_max_age = [1]\n",
+        "[storage]\nsync_interval = \"1 fortnight\"\n",
+        "[\n",
+    ];
+    for text in texts {
+        let err = error(text);
+        assert!(
+            err.line.is_some() && err.column.is_some(),
+            "{text:?}: {err}"
+        );
+    }
+}

@@ -1,0 +1,213 @@
+//! The shipped configuration files, the defaults, and the ways the same
+//! value may be written.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use edgerec_config::{
+    Compression, Config, McapConfig, PipelineConfig, Rate, RecordingConfig, RosDistro,
+    SourcesConfig, StorageBackend, StorageConfig, SyntheticChannel, SyntheticKind,
+};
+
+fn config_file(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../config")
+        .join(name)
+}
+
+fn parse(text: &str) -> Config {
+    Config::parse(text, Path::new("test.toml")).unwrap_or_else(|err| panic!("{err}"))
+}
+
+#[test]
+fn default_is_an_empty_file() {
+    assert_eq!(parse(""), Config::default());
+    assert_eq!(parse("# only a comment\n\n"), Config::default());
+    assert_eq!(parse("[storage]\n[mcap]\n[sources]\n"), Config::default());
+}
+
+#[test]
+fn defaults_are_the_documented_values() {
+    let mib = 1 << 20;
+    let expected = Config {
+        recording: RecordingConfig {
+            root: PathBuf::from("/data/edgerec/recordings"),
+            session_prefix: "edgerec".to_owned(),
+            ros_distro: RosDistro::Humble,
+        },
+        storage: StorageConfig {
+            backend: StorageBackend::Auto,
+            block_size: mib,
+            queue_depth: 8,
+            sync_interval: Duration::from_secs(1),
+            preallocate: 256 * mib,
+        },
+        mcap: McapConfig {
+            chunk_size: 4 * mib,
+            compression: Compression::None,
+            compression_level: 3,
+            chunk_max_age: Duration::from_millis(500),
+        },
+        pipeline: PipelineConfig {
+            memory_budget: 256 * mib,
+            compressor_threads: 0,
+            queue_capacity: 16384,
+        },
+        sources: SourcesConfig { synthetic: vec![] },
+    };
+    assert_eq!(Config::default(), expected);
+}
+
+/// The appliance file documents every key with its default value; this
+/// proves the documented values are the real ones.
+#[test]
+fn appliance_file_is_exactly_the_defaults() {
+    let config = Config::load(&config_file("edgerec.toml")).unwrap_or_else(|err| panic!("{err}"));
+    assert_eq!(config, Config::default());
+}
+
+#[test]
+fn demo_file_records_a_synthetic_vehicle() {
+    let config = Config::load(&config_file("demo.toml")).unwrap_or_else(|err| panic!("{err}"));
+    let channel = |topic: &str, kind, hz, payload_size, frame_id: &str, latched| SyntheticChannel {
+        payload_size,
+        frame_id: frame_id.to_owned(),
+        latched,
+        ..SyntheticChannel::new(topic, kind, Rate::Hz(hz))
+    };
+    let expected = Config {
+        recording: RecordingConfig {
+            root: PathBuf::from("./data"),
+            session_prefix: "demo".to_owned(),
+            ..RecordingConfig::default()
+        },
+        mcap: McapConfig {
+            compression: Compression::Lz4,
+            ..McapConfig::default()
+        },
+        sources: SourcesConfig {
+            synthetic: vec![
+                channel("/imu/data", SyntheticKind::Imu, 400.0, 0, "imu_link", false),
+                channel(
+                    "/lidar/points",
+                    SyntheticKind::PointCloud2,
+                    10.0,
+                    1_200_000,
+                    "lidar_link",
+                    false,
+                ),
+                channel(
+                    "/camera/front/image_raw",
+                    SyntheticKind::Image,
+                    30.0,
+                    640 * 480 * 3,
+                    "camera_front_optical",
+                    false,
+                ),
+                channel(
+                    "/vehicle/status",
+                    SyntheticKind::String,
+                    1.0,
+                    0,
+                    "base_link",
+                    true,
+                ),
+            ],
+        },
+        ..Config::default()
+    };
+    assert_eq!(config, expected);
+}
+
+#[test]
+fn ros_type_names() {
+    let names = SyntheticKind::ALL.map(|kind| kind.ros_type());
+    assert_eq!(
+        names,
+        [
+            "sensor_msgs/msg/Imu",
+            "sensor_msgs/msg/PointCloud2",
+            "sensor_msgs/msg/Image",
+            "std_msgs/msg/String",
+        ]
+    );
+}
+
+#[test]
+fn every_spelling_of_every_enum_is_accepted() {
+    for distro in RosDistro::ALL {
+        let config = parse(&format!("[recording]\nros_distro = \"{distro}\"\n"));
+        assert_eq!(config.recording.ros_distro, distro);
+    }
+    for backend in StorageBackend::ALL {
+        let config = parse(&format!("[storage]\nbackend = \"{backend}\"\n"));
+        assert_eq!(config.storage.backend, backend);
+    }
+    for compression in Compression::ALL {
+        let config = parse(&format!("[mcap]\ncompression = \"{compression}\"\n"));
+        assert_eq!(config.mcap.compression, compression);
+    }
+    for kind in SyntheticKind::ALL {
+        let config = parse(&format!(
+            "[[sources.synthetic]]\ntopic = \"/t\"\ntype = \"{kind}\"\nrate = 1\n"
+        ));
+        assert_eq!(config.sources.synthetic[0].kind, kind);
+    }
+}
+
+/// Header tables, dotted keys and inline tables are the same TOML; sizes as
+/// integers and as strings with units are the same size.
+#[test]
+fn equivalent_spellings_give_the_same_config() {
+    let header = parse(
+        "[storage]\nblock_size = 4194304\n\n[[sources.synthetic]]\ntopic = \"/a\"\ntype = \"std_msgs/msg/String\"\nrate = \"max\"\n",
+    );
+    let dotted = parse(
+        "storage.block_size = \"4MiB\"\nsources.synthetic = [{ topic = \"/a\", type = \"std_msgs/msg/String\", rate = \"max\" }]\n",
+    );
+    let inline = parse(
+        "storage = { block_size = \"4 MiB\" }\nsources = { synthetic = [{ topic = \"/a\", type = \"std_msgs/msg/String\", rate = \"max\" }] }\n",
+    );
+    assert_eq!(header.storage.block_size, 4 << 20);
+    assert_eq!(header.sources.synthetic[0].rate, Rate::Max);
+    assert_eq!(header, dotted);
+    assert_eq!(header, inline);
+}
+
+#[test]
+fn values_at_the_edges_of_their_ranges_are_accepted() {
+    let config = parse(concat!(
+        "[recording]\nsession_prefix = \"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-\"\n",
+        "[storage]\nblock_size = \"64MiB\"\nqueue_depth = 128\nsync_interval = \"60s\"\npreallocate = \"64MiB\"\n",
+        "[mcap]\nchunk_size = \"64KiB\"\ncompression = \"zstd\"\ncompression_level = 19\nchunk_max_age = \"10ms\"\n",
+        "[pipeline]\nmemory_budget = \"64GiB\"\ncompressor_threads = 64\nqueue_capacity = 1048576\n",
+        "[[sources.synthetic]]\ntopic = \"/a\"\ntype = \"sensor_msgs/msg/Image\"\nrate = 10000000\npayload_size = \"64MiB\"\n",
+        "[[sources.synthetic]]\ntopic = \"/b\"\ntype = \"sensor_msgs/msg/Imu\"\nrate = 0.001\n",
+    ));
+    assert_eq!(config.recording.session_prefix.len(), 64);
+    assert_eq!(config.storage.preallocate, config.storage.block_size);
+    assert_eq!(config.storage.sync_interval, Duration::from_secs(60));
+    assert_eq!(config.mcap.chunk_max_age, Duration::from_millis(10));
+    assert_eq!(config.pipeline.queue_capacity, 1 << 20);
+    assert_eq!(config.sources.synthetic[0].rate, Rate::Hz(10_000_000.0));
+    assert_eq!(config.sources.synthetic[1].rate, Rate::Hz(0.001));
+
+    let config = parse("[storage]\npreallocate = 0\n[pipeline]\nmemory_budget = \"16MiB\"\n");
+    assert_eq!(config.storage.preallocate, 0);
+    assert_eq!(config.pipeline.memory_budget, 16 << 20);
+}
+
+/// lz4 and none have no levels: a level zstd would refuse is ignored.
+#[test]
+fn compression_level_is_only_checked_for_zstd() {
+    let config = parse("[mcap]\ncompression = \"lz4\"\ncompression_level = 22\n");
+    assert_eq!(config.mcap.compression_level, 22);
+    let config = parse("[mcap]\ncompression_level = -5\n");
+    assert_eq!(config.mcap.compression_level, -5);
+}
+
+#[test]
+fn rate_period() {
+    assert_eq!(Rate::Hz(400.0).period(), Some(Duration::from_micros(2500)));
+    assert_eq!(Rate::Max.period(), None);
+}

@@ -1,0 +1,5 @@
+//! Integration tests of edgerec-config, by theme: the shipped files and the
+//! defaults, then one test per class of error.
+
+mod errors;
+mod files;
