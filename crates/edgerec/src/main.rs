@@ -258,12 +258,30 @@ fn live_line(s: &RecorderStatus, last: &mut (Instant, u64)) {
     let _ = err.flush();
 }
 
+/// CPU seconds (user + system) and peak RSS in bytes of this process.
+fn rusage() -> (f64, u64) {
+    // SAFETY: getrusage writes into the zeroed struct we own; RUSAGE_SELF
+    // is always valid.
+    let ru = unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        if libc::getrusage(libc::RUSAGE_SELF, &mut ru) != 0 {
+            return (0.0, 0);
+        }
+        ru
+    };
+    let t = |tv: libc::timeval| tv.tv_sec as f64 + tv.tv_usec as f64 / 1e6;
+    (t(ru.ru_utime) + t(ru.ru_stime), ru.ru_maxrss as u64 * 1024)
+}
+
 fn report_to_json(
     s: &RecorderStatus,
     secs: f64,
     segments: &[edgerec_recorder::segment::ClosedSegment],
 ) -> serde_json::Value {
+    let (cpu_seconds, peak_rss_bytes) = rusage();
     serde_json::json!({
+        "cpu_seconds": cpu_seconds,
+        "peak_rss_bytes": peak_rss_bytes,
         "session_dir": s.session_dir,
         "backend": s.backend,
         "fallback_reason": s.fallback_reason,

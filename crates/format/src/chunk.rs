@@ -121,7 +121,7 @@ impl ChunkBuilder {
 
     /// Gives a buffer back for reuse (from [`SealedChunk::into_buffers`]).
     pub fn recycle(&mut self, mut buf: Vec<u8>) {
-        if self.spare.len() < 4 && buf.capacity() >= self.capacity {
+        if self.spare.is_empty() && buf.capacity() >= self.capacity {
             buf.clear();
             self.spare.push(buf);
         }
@@ -177,6 +177,16 @@ impl OpenChunk {
     pub fn is_empty(&self) -> bool {
         self.records.is_empty()
     }
+    /// Bytes of memory the chunk's buffers hold.
+    pub fn memory(&self) -> usize {
+        self.records.capacity()
+            + self
+                .indexes
+                .iter()
+                .map(|(_, v)| v.capacity() * 16)
+                .sum::<usize>()
+    }
+
     /// Channels and how many messages each has in this chunk.
     pub fn channel_counts(&self) -> impl Iterator<Item = (u16, u64)> + '_ {
         self.indexes.iter().map(|(c, v)| (*c, v.len() as u64))
@@ -337,6 +347,14 @@ impl SealedChunk {
     pub fn total_len(&self) -> u64 {
         self.chunk_len() + self.indexes.len() as u64
     }
+    /// Bytes of memory the sealed chunk's buffers hold.
+    pub fn memory(&self) -> usize {
+        self.head.capacity()
+            + self.body.capacity()
+            + self.indexes.capacity()
+            + self.spare.as_ref().map_or(0, |v| v.capacity())
+    }
+
     /// The large buffers, for reuse by a [`ChunkBuilder`].
     pub fn into_buffers(self) -> impl Iterator<Item = Vec<u8>> {
         std::iter::once(self.body).chain(self.spare)

@@ -44,6 +44,14 @@ impl MemoryBudget {
         }
     }
 
+    /// Takes `n` bytes even past the limit: for memory the pipeline already
+    /// holds (a chunk buffer) and cannot refuse. Sources then see less room.
+    #[inline]
+    pub fn force_reserve(&self, n: u64) {
+        let next = self.used.fetch_add(n, Ordering::AcqRel) + n;
+        self.peak.fetch_max(next, Ordering::Relaxed);
+    }
+
     /// Gives `n` bytes back.
     #[inline]
     pub fn release(&self, n: u64) {

@@ -12,10 +12,12 @@
 //!   so it cannot overflow), writes them through the segment to the storage
 //!   writer, ticks the sync policy and closes the segment at the end.
 //!
-//! Memory: every queued envelope and every chunk in flight is charged to the
-//! [`MemoryBudget`]; a chunk's charge is released when it is on its way to
-//! the disk. A full budget makes sources drop (counted per channel), never
-//! wait.
+//! Memory: the [`MemoryBudget`] follows real memory. A queued envelope is
+//! charged its payload allocation until the chunker has copied it; a chunk
+//! in flight is charged its buffers (built, then compressed) until the
+//! sequencer has handed it to storage. A full budget makes sources drop
+//! (counted per channel), never wait; the chunker and compressors charge
+//! what they already hold even past the limit, so sources see less room.
 
 use std::cmp::Ordering as CmpOrdering;
 use std::path::{Path, PathBuf};
@@ -38,9 +40,10 @@ use crate::source::{
 use crate::status::{ChannelStatus, RecorderState, RecorderStatus};
 use crate::RecorderError;
 
-/// The most chunks between the chunker and the sequencer at once; also the
-/// capacity of the sequencer's reorder heap.
-pub const MAX_CHUNKS_IN_FLIGHT: usize = 32;
+/// Capacity of the sequencer's reorder heap: the chunker never has more
+/// chunks out than this (it keeps at most `2 x compressors + 2`, capped
+/// here), so the heap cannot overflow.
+pub const MAX_CHUNKS_IN_FLIGHT: usize = 16;
 
 /// Everything the pipeline needs to know, in its own terms.
 #[derive(Debug, Clone)]
@@ -267,16 +270,23 @@ impl Recorder {
         let (job_tx, job_rx) = mpsc::sync_channel::<ChunkJob>(MAX_CHUNKS_IN_FLIGHT);
         let job_rx = Arc::new(Mutex::new(job_rx));
         let (sealed_tx, sealed_rx) = mpsc::channel::<Sealed>();
-        let (recycle_tx, recycle_rx) = mpsc::sync_channel::<Vec<u8>>(8);
+        // One buffer waits in the channel, one in the builder's spare slot:
+        // with the builder's own buffer that is three chunk buffers the
+        // pipeline always holds. They are charged to the budget up front
+        // (at most half of it), so the budget bounds all data memory.
+        let (recycle_tx, recycle_rx) = mpsc::sync_channel::<Vec<u8>>(1);
+        let fixed = (3 * (opts.chunk_size + opts.chunk_size / 4)) as u64;
+        budget.force_reserve(fixed.min(opts.memory_budget / 2));
 
         let mut compressors = Vec::new();
         for i in 0..threads {
             let rx = job_rx.clone();
             let tx = sealed_tx.clone();
+            let budget = budget.clone();
             let mut comp = ChunkCompressor::new(opts.compression)
                 .map_err(|e| RecorderError::Options(format!("compressor {i} cannot start: {e}")))?;
             compressors.push(spawn(&format!("edgerec-zip{i}"), move || {
-                compressor_loop(rx, tx, &mut comp)
+                compressor_loop(rx, tx, &mut comp, &budget)
             })?);
         }
         drop(sealed_tx);
@@ -299,6 +309,8 @@ impl Recorder {
             let bell = doorbell.clone();
             let chunk_size = opts.chunk_size;
             let max_age = opts.chunk_max_age;
+            let budget = budget.clone();
+            let in_flight_limit = (2 * threads + 2).min(MAX_CHUNKS_IN_FLIGHT);
             let h = spawn("edgerec-chunk", move || {
                 chunker_loop(
                     queues,
@@ -307,8 +319,12 @@ impl Recorder {
                     bell,
                     counters,
                     registry_for_chunker,
-                    chunk_size,
-                    max_age,
+                    budget,
+                    ChunkLimits {
+                        chunk_size,
+                        max_age,
+                        in_flight: in_flight_limit,
+                    },
                 )
             })?;
             let _ = doorbell_thread(&doorbell, &h);
@@ -456,6 +472,16 @@ fn doorbell_thread(d: &Doorbell, h: &JoinHandle<()>) -> Result<(), std::thread::
     d.thread.set(h.thread().clone())
 }
 
+/// When the chunker closes a chunk.
+struct ChunkLimits {
+    chunk_size: usize,
+    max_age: Duration,
+    in_flight: usize,
+}
+
+/// Budget bytes the chunker gives back at once.
+const RELEASE_BATCH: u64 = 256 << 10;
+
 /// Drains up to this many envelopes from one queue before moving on, so a
 /// flooding source cannot starve the others.
 const BATCH: usize = 256;
@@ -468,29 +494,37 @@ fn chunker_loop(
     doorbell: Arc<Doorbell>,
     counters: Arc<PipelineCounters>,
     registry: Arc<ChannelRegistry>,
-    chunk_size: usize,
-    max_age: Duration,
+    budget: Arc<MemoryBudget>,
+    limits: ChunkLimits,
 ) {
     let _ = registry;
+    let ChunkLimits {
+        chunk_size,
+        max_age,
+        in_flight,
+    } = limits;
     let mut b = ChunkBuilder::new(chunk_size + chunk_size / 4);
     let mut seqs: Vec<u32> = Vec::new();
     let mut seen: Vec<bool> = Vec::new();
     let mut new_channels: Vec<u16> = Vec::new();
-    let mut charge = 0u64;
     let mut opened: Option<Instant> = None;
+    let mut to_release = 0u64;
     let mut next_no = 0u64;
     let mut open: Vec<bool> = vec![true; queues.len()];
 
-    let mut send = |b: &mut ChunkBuilder, charge: &mut u64, new_channels: &mut Vec<u16>| {
+    let mut send = |b: &mut ChunkBuilder, new_channels: &mut Vec<u16>| {
         // Keep the sequencer's reorder heap within its fixed capacity.
-        while counters.in_flight.load(Ordering::Acquire) >= MAX_CHUNKS_IN_FLIGHT {
+        while counters.in_flight.load(Ordering::Acquire) >= in_flight {
             std::thread::sleep(Duration::from_micros(200));
         }
         counters.in_flight.fetch_add(1, Ordering::AcqRel);
+        let chunk = b.take();
+        let charge = chunk.memory() as u64;
+        budget.force_reserve(charge);
         let job = ChunkJob {
             no: next_no,
-            chunk: b.take(),
-            charge: std::mem::take(charge),
+            chunk,
+            charge,
             channels: std::mem::take(new_channels),
         };
         next_no += 1;
@@ -533,9 +567,17 @@ fn chunker_loop(
                             env.publish_time,
                             &env.payload,
                         );
-                        charge += env.charge();
+                        // The payload is copied and freed here; the chunk's
+                        // buffer is charged when the chunk is sent. Released
+                        // in batches: one atomic per message on a line the
+                        // sources also write costs more than the copy.
+                        to_release += env.charge();
+                        drop(env);
+                        if to_release >= RELEASE_BATCH {
+                            budget.release(std::mem::take(&mut to_release));
+                        }
                         if b.len() >= chunk_size {
-                            send(&mut b, &mut charge, &mut new_channels);
+                            send(&mut b, &mut new_channels);
                         }
                     }
                     Err(TryRecvError::Empty) => break,
@@ -546,9 +588,10 @@ fn chunker_loop(
                 }
             }
         }
+        budget.release(std::mem::take(&mut to_release));
         let aged = opened.is_some_and(|t| t.elapsed() >= max_age);
         if !b.is_empty() && aged {
-            send(&mut b, &mut charge, &mut new_channels);
+            send(&mut b, &mut new_channels);
         }
         if got == 0 {
             if !open.iter().any(|o| *o) {
@@ -567,7 +610,7 @@ fn chunker_loop(
         }
     }
     if !b.is_empty() {
-        send(&mut b, &mut charge, &mut new_channels);
+        send(&mut b, &mut new_channels);
     }
 }
 
@@ -575,6 +618,7 @@ fn compressor_loop(
     rx: Arc<Mutex<Receiver<ChunkJob>>>,
     tx: Sender<Sealed>,
     comp: &mut ChunkCompressor,
+    budget: &MemoryBudget,
 ) {
     loop {
         let job = {
@@ -583,11 +627,19 @@ fn compressor_loop(
         };
         let Ok(job) = job else { return };
         let sealed = job.chunk.seal(comp);
+        // Re-charge what the sealed chunk really holds (compressed output
+        // plus the raw buffer kept for reuse).
+        let charge = sealed.memory() as u64;
+        if charge > job.charge {
+            budget.force_reserve(charge - job.charge);
+        } else {
+            budget.release(job.charge - charge);
+        }
         if tx
             .send(Sealed {
                 no: job.no,
                 sealed,
-                charge: job.charge,
+                charge,
                 channels: job.channels,
             })
             .is_err()

@@ -229,22 +229,35 @@ impl SourceSink {
     }
 
     /// Pushes an envelope; never blocks. On failure the message is counted
-    /// as dropped on its channel and returned reason says why.
+    /// as dropped on its channel and the returned reason says why.
     #[inline]
     pub fn push(&self, env: Envelope) -> Result<(), Dropped> {
+        let channel = env.channel;
+        match self.try_push(env) {
+            Ok(()) => Ok(()),
+            Err((why, _)) => {
+                if let Some(ch) = self.channel(channel) {
+                    ch.counters.dropped.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(why)
+            }
+        }
+    }
+
+    /// Like [`push`](Self::push), but a refused envelope is handed back
+    /// and NOT counted as a drop: for a load generator that waits and
+    /// offers it again. A real source uses `push`.
+    #[inline]
+    pub fn try_push(&self, env: Envelope) -> Result<(), (Dropped, Envelope)> {
         let Some(ch) = self.channel(env.channel) else {
-            return Err(Dropped::UnknownChannel);
-        };
-        let drop = |why| {
-            ch.counters.dropped.fetch_add(1, Ordering::Relaxed);
-            Err(why)
+            return Err((Dropped::UnknownChannel, env));
         };
         if self.shared.paused.load(Ordering::Relaxed) {
-            return drop(Dropped::Paused);
+            return Err((Dropped::Paused, env));
         }
         let charge = env.charge();
         if !self.shared.budget.try_reserve(charge) {
-            return drop(Dropped::Budget);
+            return Err((Dropped::Budget, env));
         }
         let len = env.payload.len() as u64;
         match self.tx.try_send(env) {
@@ -254,13 +267,13 @@ impl SourceSink {
                 self.shared.doorbell.ring();
                 Ok(())
             }
-            Err(TrySendError::Full(_)) => {
+            Err(TrySendError::Full(env)) => {
                 self.shared.budget.release(charge);
-                drop(Dropped::QueueFull)
+                Err((Dropped::QueueFull, env))
             }
-            Err(TrySendError::Disconnected(_)) => {
+            Err(TrySendError::Disconnected(env)) => {
                 self.shared.budget.release(charge);
-                drop(Dropped::Closed)
+                Err((Dropped::Closed, env))
             }
         }
     }

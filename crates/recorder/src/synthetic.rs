@@ -18,8 +18,9 @@
 //!
 //! Rate `Hz(r)` emits message n at `start + n / r` (late messages are sent
 //! at once, so the average rate holds). Rate `Max` is a load generator: it
-//! emits as fast as the memory budget has room, waiting (not dropping)
-//! while it has none; it measures the pipeline's capacity.
+//! emits as fast as the pipeline accepts, offering a refused message again
+//! (not dropping it) after a short wait; it measures the pipeline's
+//! capacity.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -30,7 +31,7 @@ use edgerec_format::cdr::{msg, PointFieldSpec, Time};
 use edgerec_format::msgdefs;
 
 use crate::envelope::{ChannelId, Envelope};
-use crate::source::{ChannelSpec, Source, SourceError, SourceSink, StopFlag};
+use crate::source::{ChannelSpec, Dropped, Source, SourceError, SourceSink, StopFlag};
 
 /// One synthetic sensor.
 #[derive(Debug)]
@@ -57,8 +58,13 @@ impl SyntheticSource {
     /// A source for one channel.
     pub fn new(cfg: SyntheticChannel) -> Self {
         let len = data_len(&cfg);
-        let mut template = vec![0u8; len];
-        fill_pattern(&cfg.topic, &mut template);
+        let template = if cfg.kind == SyntheticKind::String {
+            string_template(len)
+        } else {
+            let mut t = vec![0u8; len];
+            fill_pattern(&cfg.topic, &mut t);
+            t
+        };
         Self {
             cfg,
             channel: None,
@@ -108,12 +114,22 @@ impl SyntheticSource {
                 buf
             }
             SyntheticKind::String => {
-                let mut s = format!("seq={seq:020}");
-                let want = self.template.len().max(s.len());
-                while s.len() < want {
-                    s.push((b'a' + (s.len() % 26) as u8) as char);
+                // The template holds "seq=" + 20 digits + filler; only the
+                // digits change per message.
+                let text = &self.template;
+                let mut buf = Vec::with_capacity(text.len() + 16);
+                msg::string_into(&mut buf, "");
+                buf.truncate(4);
+                buf.extend_from_slice(&(text.len() as u32 + 1).to_le_bytes());
+                let at = buf.len() + 4;
+                buf.extend_from_slice(text);
+                buf.push(0);
+                let mut n = seq;
+                for d in buf[at..at + 20].iter_mut().rev() {
+                    *d = b'0' + (n % 10) as u8;
+                    n /= 10;
                 }
-                msg::string(&s)
+                buf
             }
         }
     }
@@ -170,6 +186,16 @@ pub fn data_len(cfg: &SyntheticChannel) -> usize {
         }
         SyntheticKind::String => n,
     }
+}
+
+/// The String payload: `seq=` and 20 digit places, then `a..z` repeated up
+/// to `len` bytes (at least 24).
+pub fn string_template(len: usize) -> Vec<u8> {
+    let mut t = b"seq=00000000000000000000".to_vec();
+    while t.len() < len {
+        t.push(b'a' + (t.len() % 26) as u8);
+    }
+    t
 }
 
 /// (height, width, encoding, step) for an image `data` of `len` bytes:
@@ -259,12 +285,33 @@ impl Source for SyntheticSource {
         match self.cfg.rate {
             Rate::Max => {
                 let need = (self.template.len() + 512) as u64;
-                while !stop.is_set() {
+                'next: while !stop.is_set() {
                     if !sink.has_room(need) {
                         std::thread::sleep(Duration::from_micros(50));
                         continue;
                     }
-                    emit(seq);
+                    let now = sink.now_ns();
+                    let mut env = Envelope {
+                        channel,
+                        log_time: now,
+                        publish_time: now,
+                        payload: self.encode(seq, now),
+                    };
+                    // A load generator offers again what did not fit
+                    // instead of dropping it: it measures capacity.
+                    loop {
+                        match sink.try_push(env) {
+                            Ok(()) => break,
+                            Err((Dropped::Budget | Dropped::QueueFull, back)) => {
+                                if stop.is_set() {
+                                    break 'next;
+                                }
+                                env = back;
+                                std::thread::sleep(Duration::from_micros(50));
+                            }
+                            Err((_, _)) => break 'next,
+                        }
+                    }
                     seq += 1;
                 }
             }

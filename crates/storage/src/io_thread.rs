@@ -6,9 +6,10 @@
 //! - a write never starts while another write overlapping its range is in
 //!   flight (a padded tail block is later rewritten whole at the same
 //!   offset: the first must complete before the second starts);
-//! - a sync waits until nothing is in flight, then issues fdatasync, and on
-//!   success publishes as durable the contiguous written length at that
-//!   moment;
+//! - a sync issues fdatasync at once (one at a time; writes continue
+//!   beside it) and on success publishes as durable the contiguous written
+//!   length at the moment it was issued: fdatasync covers every write
+//!   completed before it;
 //! - after the first failed write or sync no further write is submitted;
 //!   close truncates the file at the last good contiguous offset.
 
@@ -31,7 +32,7 @@ use crate::{Backend, Faults};
 pub(crate) enum Cmd {
     /// Write a block (full, or a zero-padded tail).
     Write(WriteOp),
-    /// Drain, fdatasync, publish the durable offset, answer with `id`.
+    /// fdatasync, publish the durable offset, answer with `id`.
     Sync { id: u64 },
     /// Drain, truncate to `logical_len` (or to the last good offset after a
     /// failure), fdatasync, close the fd and exit. `None`: the writer went
@@ -162,6 +163,10 @@ struct Worker {
     writes_in_flight: Vec<(u64, u64)>,
     /// `(id, target)` of the fdatasync in flight for a sync request.
     sync_in_flight: Option<(u64, u64)>,
+    /// `(id, target)` of a sync request waiting for the writes before it.
+    sync_waiting: Option<(u64, u64)>,
+    /// Largest `valid_end` of any write submitted.
+    submitted_end: u64,
     /// Result of the final fdatasync issued by close.
     close_sync: Option<i32>,
     prealloc: Prealloc,
@@ -198,6 +203,8 @@ impl Worker {
             written: Contiguous::default(),
             writes_in_flight: Vec::new(),
             sync_in_flight: None,
+            sync_waiting: None,
+            submitted_end: 0,
             close_sync: None,
             prealloc,
             failure: None,
@@ -273,7 +280,12 @@ impl Worker {
                 Step::Next
             }
             Cmd::Sync { id } => {
-                if self.busy() > 0 {
+                // One sync at a time. It covers every write submitted before
+                // it: fdatasync is issued as soon as those have completed,
+                // while later writes keep flowing beside it. (Draining the
+                // whole queue first, as an earlier version did, emptied it
+                // once a second and cost throughput.)
+                if self.sync_in_flight.is_some() || self.sync_waiting.is_some() {
                     return Step::Blocked(Cmd::Sync { id });
                 }
                 if self.failure.is_some() {
@@ -281,15 +293,12 @@ impl Worker {
                     let _ = self.events.send(Event::SyncFailed { id, error });
                     return Step::Next;
                 }
-                self.sync_in_flight = Some((id, self.written.end()));
-                self.push(Op::Datasync {
-                    id: Some(id),
-                    started: Instant::now(),
-                });
+                self.sync_waiting = Some((id, self.submitted_end));
+                self.maybe_issue_sync();
                 Step::Next
             }
             Cmd::Close { logical_len } => {
-                if self.busy() > 0 {
+                if self.busy() > 0 || self.sync_waiting.is_some() {
                     return Step::Blocked(Cmd::Close { logical_len });
                 }
                 Step::Exit(self.finish(logical_len))
@@ -297,7 +306,31 @@ impl Worker {
         }
     }
 
+    /// Issues the waiting sync once every write it covers has completed;
+    /// answers it with a failure when the writer failed meanwhile.
+    fn maybe_issue_sync(&mut self) {
+        let Some((id, target)) = self.sync_waiting else {
+            return;
+        };
+        if self.failure.is_some() {
+            self.sync_waiting = None;
+            let error = self.error(ErrorKind::Failed, "fdatasync", None);
+            let _ = self.events.send(Event::SyncFailed { id, error });
+            return;
+        }
+        if self.sync_in_flight.is_some() || self.written.end() < target {
+            return;
+        }
+        self.sync_waiting = None;
+        self.sync_in_flight = Some((id, self.written.end()));
+        self.push(Op::Datasync {
+            id: Some(id),
+            started: Instant::now(),
+        });
+    }
+
     fn submit_write(&mut self, mut op: WriteOp) {
+        self.submitted_end = self.submitted_end.max(op.valid_end);
         self.writes_submitted += 1;
         self.writes_in_flight
             .push((op.offset, op.offset + op.len as u64));
@@ -373,6 +406,7 @@ impl Worker {
             self.complete(d);
         }
         self.scratch = done;
+        self.maybe_issue_sync();
     }
 
     fn complete(&mut self, done: Done) {

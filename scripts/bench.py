@@ -1,0 +1,222 @@
+#!/usr/bin/env python3
+"""edgerec storage benchmark: one run, one directory, ratios within the run.
+
+Measured, in interleaved rounds (median of the rounds is reported):
+  fio      fio --rw=write --bs=1M --direct=1 --ioengine=io_uring --iodepth=8
+           on the directory, a fresh file written once (no --time_based loop
+           over an allocated file): the drive's limit for a recorder's
+           access pattern, with fio's default preallocation like edgerec's;
+  edgerec  `edgerec run`, one synthetic 1 MiB sensor_msgs/Image channel at
+           rate "max", no compression: MB/s (bytes in the closed file over
+           the run's wall time including the final fdatasync), CPU seconds
+           per GB, peak RSS, drops;
+  naive    the mcap crate's Writer over BufWriter<File>, the same messages,
+           fsync at the end (crates/bench/src/naive_writer.rs);
+  small    `edgerec run`, 256 B std_msgs/String at 1,000,000 Hz: sustained
+           messages/s (from first to last log time) and drops; and at rate
+           "max": the pipeline's capacity in messages/s.
+
+usage: scripts/bench.py [--short] [--dir DIR] [--json FILE] [--rounds N]
+Needs the release binaries (scripts/bench builds them) and fio.
+"""
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+EDGEREC = ROOT / "target/release/edgerec"
+NAIVE = ROOT / "target/release/edgerec-naive-writer"
+MIB = 1 << 20
+
+
+def run(cmd, **kw):
+    p = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if p.returncode != 0:
+        sys.exit(f"bench: {' '.join(map(str, cmd))} failed ({p.returncode}):\n{p.stdout}\n{p.stderr}")
+    return p.stdout
+
+
+def fio(d, seconds, size, fallocate="native"):
+    """A fresh file, written once (a recorder never overwrites): no
+    --time_based, which would loop over an already-allocated file and
+    measure overwrite speed instead. fio's default preallocation
+    (fallocate=native) matches edgerec's; fallocate=none is reported too."""
+    out = run([
+        "fio", "--name=edgerec-bench", f"--directory={d}", "--rw=write", "--bs=1M",
+        "--direct=1", "--ioengine=io_uring", "--iodepth=8", f"--size={size}",
+        f"--runtime={seconds}", f"--fallocate={fallocate}", "--end_fsync=1",
+        "--output-format=json",
+    ])
+    j = json.loads(out[out.index("{"):])
+    for f in Path(d).glob("edgerec-bench*"):
+        f.unlink()
+    return j["jobs"][0]["write"]["bw_bytes"] / 1e6
+
+
+def edgerec(d, seconds, channel_toml):
+    with tempfile.TemporaryDirectory() as t:
+        cfg = Path(t) / "bench.toml"
+        cfg.write_text(f"""
+[recording]
+root = "{d}/rec"
+session_prefix = "bench"
+[mcap]
+compression = "none"
+{channel_toml}
+""")
+        rep = Path(t) / "report.json"
+        run([EDGEREC, "run", "--config", cfg, "--duration", f"{seconds}s", "--quiet",
+             "--report-json", rep], env={**os.environ, "EDGEREC_LOG": "warn"})
+        r = json.loads(rep.read_text())
+    shutil.rmtree(Path(d) / "rec")
+    seg = r["segments"][0]
+    span = (seg["end_ns"] - seg["start_ns"]) / 1e9
+    return {
+        "mb_s": r["bytes_written"] / r["seconds"] / 1e6,
+        "cpu_s_per_gb": r["cpu_seconds"] / (r["bytes_written"] / 1e9),
+        "peak_rss_mib": r["peak_rss_bytes"] / MIB,
+        "budget_mib": r["budget_limit"] / MIB,
+        "drops": r["drops"],
+        "messages": r["messages_written"],
+        "msgs_s_sustained": (r["messages_written"] - 1) / span if span > 0 else 0.0,
+        "backend": r["backend"],
+    }
+
+
+def naive(d, seconds, kind, size):
+    out = run([NAIVE, d, kind, str(size), str(seconds)])
+    j = json.loads(out.strip().splitlines()[-1])
+    return {"mb_s": j["file_bytes"] / j["seconds"] / 1e6, "msgs_s": j["messages"] / j["seconds"]}
+
+
+IMAGE = """
+[[sources.synthetic]]
+topic = "/camera/raw"
+type = "sensor_msgs/msg/Image"
+rate = "max"
+payload_size = "1MiB"
+"""
+SMALL = """
+[[sources.synthetic]]
+topic = "/can/frames"
+type = "std_msgs/msg/String"
+rate = {rate}
+payload_size = 256
+"""
+
+
+def med(rows, key):
+    return statistics.median(r[key] for r in rows)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--short", action="store_true", help="seconds, not minutes: keeps the benchmark working in CI")
+    ap.add_argument("--dir", default=str(ROOT / "data/bench"))
+    ap.add_argument("--json", help="also write the results here")
+    ap.add_argument("--rounds", type=int)
+    a = ap.parse_args()
+    secs = 2 if a.short else 8
+    rounds = a.rounds or (1 if a.short else 3)
+    d = Path(a.dir).resolve()
+    d.mkdir(parents=True, exist_ok=True)
+    free = shutil.disk_usage(d).free
+    need = (10 if a.short else 24) * (1 << 30)
+    if free < need:
+        print(f"SKIP bench: {d} has {free / 2**30:.1f} GiB free, the {'short ' if a.short else ''}benchmark needs {need / 2**30:.0f} GiB")
+        return 0
+    fio_size = "6G" if a.short else "16G"
+
+    res = {"fio": [], "fio_nofalloc": [], "edgerec": [], "naive": [], "small": [], "small_max": [], "naive_small": []}
+    for i in range(rounds):
+        print(f"round {i + 1}/{rounds} ...", file=sys.stderr)
+        res["fio"].append({"mb_s": fio(d, secs, fio_size)})
+        res["fio_nofalloc"].append({"mb_s": fio(d, secs, fio_size, "none")})
+        res["edgerec"].append(edgerec(d, secs, IMAGE))
+        res["naive"].append(naive(d, secs, "image", MIB))
+        res["small"].append(edgerec(d, secs, SMALL.format(rate=1_000_000)))
+        res["small_max"].append(edgerec(d, secs, SMALL.format(rate='"max"')))
+        res["naive_small"].append(naive(d, secs, "string", 256))
+
+    fio_mb = med(res["fio"], "mb_s")
+    e = res["edgerec"]
+    e_mb = med(e, "mb_s")
+    n_mb = med(res["naive"], "mb_s")
+    small_rate = med(res["small"], "msgs_s_sustained")
+    small_drops = max(r["drops"] for r in res["small"])
+    small_max = med(res["small_max"], "msgs_s_sustained")
+    naive_small = med(res["naive_small"], "msgs_s")
+    rss = max(r["peak_rss_mib"] for r in e + res["small"] + res["small_max"])
+    budget = e[0]["budget_mib"]
+    summary = {
+        "mode": "short" if a.short else "full",
+        "seconds_per_run": secs,
+        "rounds": rounds,
+        "dir": str(d),
+        "backend": e[0]["backend"],
+        "fio_mb_s": fio_mb,
+        "fio_nofalloc_mb_s": med(res["fio_nofalloc"], "mb_s"),
+        "edgerec_mb_s": e_mb,
+        "edgerec_cpu_s_per_gb": med(e, "cpu_s_per_gb"),
+        "edgerec_peak_rss_mib": max(r["peak_rss_mib"] for r in e),
+        "edgerec_drops": max(r["drops"] for r in e),
+        "naive_mb_s": n_mb,
+        "ratio_edgerec_fio": e_mb / fio_mb,
+        "ratio_edgerec_naive": e_mb / n_mb,
+        "small_msgs_s_at_1M_hz": small_rate,
+        "small_drops_at_1M_hz": small_drops,
+        "small_msgs_s_max": small_max,
+        "naive_small_msgs_s": naive_small,
+        "peak_rss_mib_any": rss,
+        "memory_budget_mib": budget,
+        "rounds_raw": res,
+    }
+    bars = [
+        ("edgerec >= 0.90 x fio (1 MiB, no compression)", summary["ratio_edgerec_fio"] >= 0.90),
+        ("edgerec >= 3 x naive writer", summary["ratio_edgerec_naive"] >= 3.0),
+        ("256 B: >= 1,000,000 msg/s sustained, 0 drops", small_rate >= 0.999e6 and small_drops == 0),
+        ("peak RSS <= budget + 48 MiB", rss <= budget + 48),
+    ]
+    summary["bars"] = {name: ok for name, ok in bars}
+
+    print()
+    print(f"edgerec benchmark ({summary['mode']}, {rounds} round(s) of {secs} s, medians) on {d}")
+    print(f"backend: {summary['backend']}")
+    print(f"{'measure':48} {'value':>14}")
+    rows = [
+        ("fio write 1M direct io_uring QD8 (MB/s)", f"{fio_mb:.0f}"),
+        ("fio, same with --fallocate=none (MB/s)", f"{summary['fio_nofalloc_mb_s']:.0f}"),
+        ("edgerec 1 MiB msgs, none (MB/s)", f"{e_mb:.0f}"),
+        ("edgerec CPU seconds per GB", f"{summary['edgerec_cpu_s_per_gb']:.2f}"),
+        ("edgerec peak RSS (MiB, budget %d)" % budget, f"{summary['edgerec_peak_rss_mib']:.0f}"),
+        ("edgerec drops", f"{summary['edgerec_drops']}"),
+        ("naive mcap+BufWriter+fsync (MB/s)", f"{n_mb:.0f}"),
+        ("ratio edgerec / fio", f"{summary['ratio_edgerec_fio']:.2f}"),
+        ("ratio edgerec / naive", f"{summary['ratio_edgerec_naive']:.2f}"),
+        ("256 B at 1 MHz: sustained msg/s", f"{small_rate:,.0f}"),
+        ("256 B at 1 MHz: drops", f"{small_drops}"),
+        ("256 B at max rate: msg/s", f"{small_max:,.0f}"),
+        ("naive 256 B: msg/s", f"{naive_small:,.0f}"),
+        ("peak RSS any edgerec run (MiB)", f"{rss:.0f}"),
+    ]
+    for k, v in rows:
+        print(f"{k:48} {v:>14}")
+    print()
+    for name, ok in bars:
+        print(f"{'PASS' if ok else 'MISS'}  {name}")
+    text = json.dumps(summary, indent=2)
+    print(text if not a.json else f"\nJSON written to {a.json}")
+    if a.json:
+        Path(a.json).write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
