@@ -55,9 +55,10 @@ enum Cmd {
         /// A bag directory or an .mcap file.
         path: PathBuf,
     },
-    /// Verify structure and every CRC; exit 0 when valid, 1 when not.
+    /// Verify a bag (structure and every CRC) or a configuration file;
+    /// exit 0 when valid, 1 when not.
     Check {
-        /// A bag directory or an .mcap file.
+        /// A bag directory, an .mcap file, or an edgerec .toml file.
         path: PathBuf,
     },
     /// Print the version.
@@ -99,6 +100,23 @@ fn main() -> ExitCode {
 }
 
 fn check(path: &Path) -> ExitCode {
+    if path.extension().is_some_and(|e| e == "toml") {
+        return match Config::load(path) {
+            Ok(c) => {
+                println!(
+                    "OK      {}: valid configuration ({} synthetic sources, recordings in {})",
+                    path.display(),
+                    c.sources.synthetic.len(),
+                    c.recording.root.display()
+                );
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                println!("INVALID {e}");
+                ExitCode::from(1)
+            }
+        };
+    }
     match info::check(path) {
         Ok(results) => {
             let mut ok = true;
