@@ -222,13 +222,23 @@ fn record(
     if live {
         eprintln!();
     }
+    let handle = rec.status_handle();
     let report = rec.stop();
     let secs = started.elapsed().as_secs_f64();
     let (status, segments, ok) = match report {
         Ok(r) => (r.status, r.segments, true),
         Err(e) => {
+            let s = handle.snapshot();
             eprintln!("edgerec: storage failed: {e}");
-            eprintln!("edgerec: data written before the failure is on disk; run `edgerec recover` on the .active segment");
+            eprintln!(
+                "edgerec: {} messages are in whole chunks on disk; {} accepted messages were lost with the failure, {} dropped",
+                s.channels.iter().map(|c| c.written).sum::<u64>(),
+                s.channels.iter().map(|c| c.lost).sum::<u64>(),
+                s.channels.iter().map(|c| c.dropped).sum::<u64>()
+            );
+            eprintln!(
+                "edgerec: the segment stays .active, cut at its last good block, for recovery"
+            );
             return Ok(false);
         }
     };

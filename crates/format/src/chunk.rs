@@ -177,16 +177,6 @@ impl OpenChunk {
     pub fn is_empty(&self) -> bool {
         self.records.is_empty()
     }
-    /// Bytes of memory the chunk's buffers hold.
-    pub fn memory(&self) -> usize {
-        self.records.capacity()
-            + self
-                .indexes
-                .iter()
-                .map(|(_, v)| v.capacity() * 16)
-                .sum::<usize>()
-    }
-
     /// Channels and how many messages each has in this chunk.
     pub fn channel_counts(&self) -> impl Iterator<Item = (u16, u64)> + '_ {
         self.indexes.iter().map(|(c, v)| (*c, v.len() as u64))
@@ -347,12 +337,15 @@ impl SealedChunk {
     pub fn total_len(&self) -> u64 {
         self.chunk_len() + self.indexes.len() as u64
     }
-    /// Bytes of memory the sealed chunk's buffers hold.
-    pub fn memory(&self) -> usize {
-        self.head.capacity()
-            + self.body.capacity()
-            + self.indexes.capacity()
-            + self.spare.as_ref().map_or(0, |v| v.capacity())
+    /// Bytes sealing allocated beyond the raw records buffer: the
+    /// compressed copy (when compressed) and the index records.
+    pub fn extra_memory(&self) -> usize {
+        let compressed = if self.spare.is_some() {
+            self.body.capacity()
+        } else {
+            0
+        };
+        compressed + self.head.capacity() + self.indexes.capacity()
     }
 
     /// The large buffers, for reuse by a [`ChunkBuilder`].

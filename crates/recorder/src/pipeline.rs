@@ -12,12 +12,15 @@
 //!   so it cannot overflow), writes them through the segment to the storage
 //!   writer, ticks the sync policy and closes the segment at the end.
 //!
-//! Memory: the [`MemoryBudget`] follows real memory. A queued envelope is
-//! charged its payload allocation until the chunker has copied it; a chunk
-//! in flight is charged its buffers (built, then compressed) until the
-//! sequencer has handed it to storage. A full budget makes sources drop
-//! (counted per channel), never wait; the chunker and compressors charge
-//! what they already hold even past the limit, so sources see less room.
+//! Memory: the [`MemoryBudget`] counts every accepted message's payload
+//! allocation from the push until its chunk has been handed to storage (in
+//! the queue as the payload, then as its copy in the chunk), plus the
+//! compressed copy a compressor makes. A full budget makes sources drop
+//! (counted per channel), never wait. Only a compressor's output is charged
+//! past the limit (it cannot be refused without a deadlock), so the peak
+//! stays within the limit plus the compressed chunks in flight. What the
+//! budget does not count is fixed: at most two spare chunk buffers and the
+//! storage block pool.
 
 use std::cmp::Ordering as CmpOrdering;
 use std::path::{Path, PathBuf};
@@ -187,6 +190,80 @@ pub struct Recorder {
     started: Instant,
 }
 
+/// Reads a recorder's status from any thread, for as long as it is held.
+#[derive(Clone)]
+pub struct StatusHandle {
+    registry: Arc<ChannelRegistry>,
+    shared: Arc<SinkShared>,
+    counters: Arc<PipelineCounters>,
+    session_dir: PathBuf,
+    backend: String,
+    fallback_reason: Option<String>,
+    started: Instant,
+}
+
+impl std::fmt::Debug for StatusHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StatusHandle")
+            .field("session_dir", &self.session_dir)
+            .finish()
+    }
+}
+
+impl StatusHandle {
+    /// The status now.
+    pub fn snapshot(&self) -> RecorderStatus {
+        let fault = self
+            .counters
+            .fault
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        let state = if fault.is_some() {
+            RecorderState::Fault
+        } else if self.counters.stopping.load(Ordering::Relaxed) {
+            RecorderState::Stopping
+        } else {
+            RecorderState::Recording
+        };
+        RecorderStatus {
+            state,
+            backend: self.backend.clone(),
+            fallback_reason: self.fallback_reason.clone(),
+            session_dir: self.session_dir.clone(),
+            segment: self
+                .counters
+                .segment
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone(),
+            elapsed: self.started.elapsed(),
+            bytes_written: self.counters.bytes_written.load(Ordering::Relaxed),
+            durable_bytes: self.counters.durable_bytes.load(Ordering::Relaxed),
+            chunks_written: self.counters.chunks_written.load(Ordering::Relaxed),
+            messages_written: self.counters.messages_written.load(Ordering::Relaxed),
+            budget_used: self.shared.budget.used(),
+            budget_peak: self.shared.budget.peak(),
+            budget_limit: self.shared.budget.limit(),
+            fault,
+            channels: self
+                .registry
+                .all()
+                .iter()
+                .map(|c| ChannelStatus {
+                    topic: c.spec.topic.clone(),
+                    type_name: c.spec.type_name.clone(),
+                    accepted: c.counters.accepted.load(Ordering::Relaxed),
+                    dropped: c.counters.dropped.load(Ordering::Relaxed),
+                    lost: c.counters.lost.load(Ordering::Relaxed),
+                    written: c.counters.written.load(Ordering::Relaxed),
+                    bytes: c.counters.bytes.load(Ordering::Relaxed),
+                })
+                .collect(),
+        }
+    }
+}
+
 impl std::fmt::Debug for Recorder {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Recorder")
@@ -241,7 +318,14 @@ impl Recorder {
             opts.storage.clone(),
             opts.library.clone(),
         )?;
-        let segment = session.open_segment(&registry.all())?;
+        let segment = match session.open_segment(&registry.all()) {
+            Ok(s) => s,
+            Err(e) => {
+                // Nothing was recorded: leave no empty session behind.
+                let _ = std::fs::remove_dir(session.dir());
+                return Err(e);
+            }
+        };
         let backend = segment.backend().to_string();
         let fallback_reason = segment.fallback_reason();
         let session_dir = session.dir().to_path_buf();
@@ -270,13 +354,9 @@ impl Recorder {
         let (job_tx, job_rx) = mpsc::sync_channel::<ChunkJob>(MAX_CHUNKS_IN_FLIGHT);
         let job_rx = Arc::new(Mutex::new(job_rx));
         let (sealed_tx, sealed_rx) = mpsc::channel::<Sealed>();
-        // One buffer waits in the channel, one in the builder's spare slot:
-        // with the builder's own buffer that is three chunk buffers the
-        // pipeline always holds. They are charged to the budget up front
-        // (at most half of it), so the budget bounds all data memory.
+        // Buffers coming back for reuse: one waits here, one in the
+        // builder's spare slot (fixed memory outside the budget).
         let (recycle_tx, recycle_rx) = mpsc::sync_channel::<Vec<u8>>(1);
-        let fixed = (3 * (opts.chunk_size + opts.chunk_size / 4)) as u64;
-        budget.force_reserve(fixed.min(opts.memory_budget / 2));
 
         let mut compressors = Vec::new();
         for i in 0..threads {
@@ -309,7 +389,6 @@ impl Recorder {
             let bell = doorbell.clone();
             let chunk_size = opts.chunk_size;
             let max_age = opts.chunk_max_age;
-            let budget = budget.clone();
             let in_flight_limit = (2 * threads + 2).min(MAX_CHUNKS_IN_FLIGHT);
             let h = spawn("edgerec-chunk", move || {
                 chunker_loop(
@@ -319,7 +398,6 @@ impl Recorder {
                     bell,
                     counters,
                     registry_for_chunker,
-                    budget,
                     ChunkLimits {
                         chunk_size,
                         max_age,
@@ -362,53 +440,21 @@ impl Recorder {
 
     /// A snapshot for the live line, the status socket and the ROS topic.
     pub fn status(&self) -> RecorderStatus {
-        let fault = self
-            .counters
-            .fault
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone();
-        let state = if fault.is_some() {
-            RecorderState::Fault
-        } else if self.counters.stopping.load(Ordering::Relaxed) {
-            RecorderState::Stopping
-        } else {
-            RecorderState::Recording
-        };
-        RecorderStatus {
-            state,
+        self.status_handle().snapshot()
+    }
+
+    /// A handle that reads the status, also after [`stop`](Self::stop)
+    /// (the final counts after a storage failure, when `stop` returns the
+    /// error rather than a report).
+    pub fn status_handle(&self) -> StatusHandle {
+        StatusHandle {
+            registry: self.registry.clone(),
+            shared: self.shared.clone(),
+            counters: self.counters.clone(),
+            session_dir: self.session_dir.clone(),
             backend: self.backend.clone(),
             fallback_reason: self.fallback_reason.clone(),
-            session_dir: self.session_dir.clone(),
-            segment: self
-                .counters
-                .segment
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .clone(),
-            elapsed: self.started.elapsed(),
-            bytes_written: self.counters.bytes_written.load(Ordering::Relaxed),
-            durable_bytes: self.counters.durable_bytes.load(Ordering::Relaxed),
-            chunks_written: self.counters.chunks_written.load(Ordering::Relaxed),
-            messages_written: self.counters.messages_written.load(Ordering::Relaxed),
-            budget_used: self.shared.budget.used(),
-            budget_peak: self.shared.budget.peak(),
-            budget_limit: self.shared.budget.limit(),
-            fault,
-            channels: self
-                .registry
-                .all()
-                .iter()
-                .map(|c| ChannelStatus {
-                    topic: c.spec.topic.clone(),
-                    type_name: c.spec.type_name.clone(),
-                    accepted: c.counters.accepted.load(Ordering::Relaxed),
-                    dropped: c.counters.dropped.load(Ordering::Relaxed),
-                    lost: c.counters.lost.load(Ordering::Relaxed),
-                    written: c.counters.written.load(Ordering::Relaxed),
-                    bytes: c.counters.bytes.load(Ordering::Relaxed),
-                })
-                .collect(),
+            started: self.started,
         }
     }
 
@@ -479,9 +525,6 @@ struct ChunkLimits {
     in_flight: usize,
 }
 
-/// Budget bytes the chunker gives back at once.
-const RELEASE_BATCH: u64 = 256 << 10;
-
 /// Drains up to this many envelopes from one queue before moving on, so a
 /// flooding source cannot starve the others.
 const BATCH: usize = 256;
@@ -494,7 +537,6 @@ fn chunker_loop(
     doorbell: Arc<Doorbell>,
     counters: Arc<PipelineCounters>,
     registry: Arc<ChannelRegistry>,
-    budget: Arc<MemoryBudget>,
     limits: ChunkLimits,
 ) {
     let _ = registry;
@@ -508,19 +550,20 @@ fn chunker_loop(
     let mut seen: Vec<bool> = Vec::new();
     let mut new_channels: Vec<u16> = Vec::new();
     let mut opened: Option<Instant> = None;
-    let mut to_release = 0u64;
+    // Budget charges of the messages in the chunk being built.
+    let mut held = 0u64;
     let mut next_no = 0u64;
     let mut open: Vec<bool> = vec![true; queues.len()];
 
-    let mut send = |b: &mut ChunkBuilder, new_channels: &mut Vec<u16>| {
+    let mut send = |b: &mut ChunkBuilder, held: &mut u64, new_channels: &mut Vec<u16>| {
         // Keep the sequencer's reorder heap within its fixed capacity.
         while counters.in_flight.load(Ordering::Acquire) >= in_flight {
             std::thread::sleep(Duration::from_micros(200));
         }
         counters.in_flight.fetch_add(1, Ordering::AcqRel);
         let chunk = b.take();
-        let charge = chunk.memory() as u64;
-        budget.force_reserve(charge);
+        // The messages' charges move to the chunk that now holds them.
+        let charge = std::mem::take(held);
         let job = ChunkJob {
             no: next_no,
             chunk,
@@ -567,17 +610,12 @@ fn chunker_loop(
                             env.publish_time,
                             &env.payload,
                         );
-                        // The payload is copied and freed here; the chunk's
-                        // buffer is charged when the chunk is sent. Released
-                        // in batches: one atomic per message on a line the
-                        // sources also write costs more than the copy.
-                        to_release += env.charge();
+                        // The payload is copied and freed here; its charge
+                        // stays, now standing for its copy in the chunk.
+                        held += env.charge();
                         drop(env);
-                        if to_release >= RELEASE_BATCH {
-                            budget.release(std::mem::take(&mut to_release));
-                        }
                         if b.len() >= chunk_size {
-                            send(&mut b, &mut new_channels);
+                            send(&mut b, &mut held, &mut new_channels);
                         }
                     }
                     Err(TryRecvError::Empty) => break,
@@ -588,10 +626,9 @@ fn chunker_loop(
                 }
             }
         }
-        budget.release(std::mem::take(&mut to_release));
         let aged = opened.is_some_and(|t| t.elapsed() >= max_age);
         if !b.is_empty() && aged {
-            send(&mut b, &mut new_channels);
+            send(&mut b, &mut held, &mut new_channels);
         }
         if got == 0 {
             if !open.iter().any(|o| *o) {
@@ -610,7 +647,7 @@ fn chunker_loop(
         }
     }
     if !b.is_empty() {
-        send(&mut b, &mut new_channels);
+        send(&mut b, &mut held, &mut new_channels);
     }
 }
 
@@ -627,14 +664,10 @@ fn compressor_loop(
         };
         let Ok(job) = job else { return };
         let sealed = job.chunk.seal(comp);
-        // Re-charge what the sealed chunk really holds (compressed output
-        // plus the raw buffer kept for reuse).
-        let charge = sealed.memory() as u64;
-        if charge > job.charge {
-            budget.force_reserve(charge - job.charge);
-        } else {
-            budget.release(job.charge - charge);
-        }
+        // The compressed copy and the index records are new memory.
+        let extra = sealed.extra_memory() as u64;
+        budget.force_reserve(extra);
+        let charge = job.charge + extra;
         if tx
             .send(Sealed {
                 no: job.no,
@@ -667,6 +700,11 @@ fn sequencer_loop(
     let mut failed: Option<RecorderError> = None;
     let mut closed = Vec::new();
     let mut disconnected = false;
+    // Chunks handed to storage but not yet known durable: (end offset,
+    // messages per channel). If storage fails, the ones past the kept
+    // length move from `written` to `lost`.
+    let mut unsynced: std::collections::VecDeque<(u64, Vec<(u16, u64)>)> =
+        std::collections::VecDeque::new();
     let tick_every = Duration::from_millis(50);
     let mut last_tick = Instant::now();
 
@@ -702,6 +740,7 @@ fn sequencer_loop(
                     let r = write_sealed(seg, &s, &registry);
                     match r {
                         Ok(()) => {
+                            unsynced.push_back((seg.position(), s.sealed.channel_counts.clone()));
                             for &(ch, n) in &s.sealed.channel_counts {
                                 if let Some(c) = registry.get(crate::ChannelId(ch)) {
                                     c.counters.written.fetch_add(n, Ordering::Relaxed);
@@ -735,9 +774,11 @@ fn sequencer_loop(
                 if let Err(e) = seg.tick() {
                     fail(e, &mut failed);
                 } else {
-                    counters
-                        .durable_bytes
-                        .store(seg.durable(), Ordering::Relaxed);
+                    let durable = seg.durable();
+                    counters.durable_bytes.store(durable, Ordering::Relaxed);
+                    while unsynced.front().is_some_and(|(end, _)| *end <= durable) {
+                        unsynced.pop_front();
+                    }
                 }
             }
         }
@@ -746,6 +787,19 @@ fn sequencer_loop(
         if let Some(e) = failed {
             let path = seg.active_path().to_path_buf();
             let report = seg.abandon();
+            let kept = report
+                .as_ref()
+                .map(|r| r.truncated_after_error.unwrap_or(r.logical_len))
+                .unwrap_or(0);
+            for (_, counts) in unsynced.iter().filter(|(end, _)| *end > kept) {
+                for &(ch, n) in counts {
+                    if let Some(c) = registry.get(crate::ChannelId(ch)) {
+                        c.counters.written.fetch_sub(n, Ordering::Relaxed);
+                        c.counters.lost.fetch_add(n, Ordering::Relaxed);
+                    }
+                    counters.messages_written.fetch_sub(n, Ordering::Relaxed);
+                }
+            }
             tracing::error!(
                 "segment {} closed at its last good block ({:?}); run `edgerec recover` on it",
                 path.display(),
