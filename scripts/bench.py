@@ -124,7 +124,7 @@ def main():
     ap.add_argument("--rounds", type=int)
     a = ap.parse_args()
     secs = 2 if a.short else 8
-    rounds = a.rounds or (1 if a.short else 3)
+    rounds = a.rounds or (1 if a.short else 5)
     d = Path(a.dir).resolve()
     d.mkdir(parents=True, exist_ok=True)
     free = shutil.disk_usage(d).free

@@ -55,11 +55,20 @@ pub struct ChunkBuilder {
     end: u64,
     count: u64,
     spare: Vec<Vec<u8>>,
+    max_spare: usize,
 }
 
 impl ChunkBuilder {
     /// A builder whose buffer starts with room for `capacity` bytes.
     pub fn new(capacity: usize) -> Self {
+        Self::with_pool(capacity, 0)
+    }
+
+    /// A builder that also keeps `pool` spare buffers of `capacity` bytes
+    /// (allocated now, filled later) and takes back up to that many through
+    /// [`recycle`](Self::recycle), so a steady pipeline allocates no chunk
+    /// buffer after start.
+    pub fn with_pool(capacity: usize, pool: usize) -> Self {
         Self {
             records: Vec::with_capacity(capacity),
             capacity,
@@ -68,7 +77,8 @@ impl ChunkBuilder {
             start: u64::MAX,
             end: 0,
             count: 0,
-            spare: Vec::new(),
+            spare: (0..pool).map(|_| Vec::with_capacity(capacity)).collect(),
+            max_spare: pool.max(1),
         }
     }
 
@@ -121,7 +131,7 @@ impl ChunkBuilder {
 
     /// Gives a buffer back for reuse (from [`SealedChunk::into_buffers`]).
     pub fn recycle(&mut self, mut buf: Vec<u8>) {
-        if self.spare.is_empty() && buf.capacity() >= self.capacity {
+        if self.spare.len() < self.max_spare && buf.capacity() >= self.capacity {
             buf.clear();
             self.spare.push(buf);
         }

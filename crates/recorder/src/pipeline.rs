@@ -12,15 +12,16 @@
 //!   so it cannot overflow), writes them through the segment to the storage
 //!   writer, ticks the sync policy and closes the segment at the end.
 //!
-//! Memory: the [`MemoryBudget`] counts every accepted message's payload
-//! allocation from the push until its chunk has been handed to storage (in
-//! the queue as the payload, then as its copy in the chunk), plus the
-//! compressed copy a compressor makes. A full budget makes sources drop
-//! (counted per channel), never wait. Only a compressor's output is charged
-//! past the limit (it cannot be refused without a deadlock), so the peak
-//! stays within the limit plus the compressed chunks in flight. What the
-//! budget does not count is fixed: at most two spare chunk buffers and the
-//! storage block pool.
+//! Memory: chunk buffers come from a fixed pool, sized at start to at most
+//! half the [`MemoryBudget`] and charged to it for the whole recording; a
+//! queued message is charged its payload allocation until the chunker has
+//! copied it into a pool buffer; a compressor's output is charged until it
+//! is written. So queued payloads can never hold more than the budget minus
+//! the pool, and what is resident stays within the budget even though the
+//! allocator keeps freed payload memory for reuse. A full budget makes
+//! sources drop (counted per channel), never wait. Only compressor output
+//! is charged past the limit (refusing it would deadlock the pipeline). Not
+//! counted: the storage block pool (queue_depth + 2 blocks).
 
 use std::cmp::Ordering as CmpOrdering;
 use std::path::{Path, PathBuf};
@@ -44,9 +45,12 @@ use crate::status::{ChannelStatus, RecorderState, RecorderStatus};
 use crate::RecorderError;
 
 /// Capacity of the sequencer's reorder heap: the chunker never has more
-/// chunks out than this (it keeps at most `2 x compressors + 2`, capped
-/// here), so the heap cannot overflow.
-pub const MAX_CHUNKS_IN_FLIGHT: usize = 16;
+/// chunks out than this, so the heap cannot overflow. The chunk buffer
+/// pool (half the memory budget) sets the real limit below it: 23 chunks
+/// of 4 MiB with the defaults, about 0.3 s of a 1 MHz stream of 256 B
+/// messages, to ride out a write stall. (A limit of 6 made the chunker wait
+/// during a 70 ms stall and a 1 MHz source overflow its queue.)
+pub const MAX_CHUNKS_IN_FLIGHT: usize = 64;
 
 /// Everything the pipeline needs to know, in its own terms.
 #[derive(Debug, Clone)]
@@ -354,9 +358,11 @@ impl Recorder {
         let (job_tx, job_rx) = mpsc::sync_channel::<ChunkJob>(MAX_CHUNKS_IN_FLIGHT);
         let job_rx = Arc::new(Mutex::new(job_rx));
         let (sealed_tx, sealed_rx) = mpsc::channel::<Sealed>();
-        // Buffers coming back for reuse: one waits here, one in the
-        // builder's spare slot (fixed memory outside the budget).
-        let (recycle_tx, recycle_rx) = mpsc::sync_channel::<Vec<u8>>(1);
+        // The chunk buffer pool: at most half the budget, charged for good.
+        let buf_cap = opts.chunk_size + opts.chunk_size / 4;
+        let pool = ((opts.memory_budget / 2) as usize / buf_cap).clamp(3, MAX_CHUNKS_IN_FLIGHT + 2);
+        budget.force_reserve((pool * buf_cap) as u64);
+        let (recycle_tx, recycle_rx) = mpsc::sync_channel::<Vec<u8>>(pool);
 
         let mut compressors = Vec::new();
         for i in 0..threads {
@@ -389,7 +395,9 @@ impl Recorder {
             let bell = doorbell.clone();
             let chunk_size = opts.chunk_size;
             let max_age = opts.chunk_max_age;
-            let in_flight_limit = (2 * threads + 2).min(MAX_CHUNKS_IN_FLIGHT);
+            // One buffer is being built, one may be on its way back.
+            let in_flight_limit = pool - 2;
+            let budget = budget.clone();
             let h = spawn("edgerec-chunk", move || {
                 chunker_loop(
                     queues,
@@ -398,7 +406,9 @@ impl Recorder {
                     bell,
                     counters,
                     registry_for_chunker,
+                    budget,
                     ChunkLimits {
+                        pool,
                         chunk_size,
                         max_age,
                         in_flight: in_flight_limit,
@@ -520,10 +530,14 @@ fn doorbell_thread(d: &Doorbell, h: &JoinHandle<()>) -> Result<(), std::thread::
 
 /// When the chunker closes a chunk.
 struct ChunkLimits {
+    pool: usize,
     chunk_size: usize,
     max_age: Duration,
     in_flight: usize,
 }
+
+/// Budget bytes the chunker gives back at once.
+const RELEASE_BATCH: u64 = 256 << 10;
 
 /// Drains up to this many envelopes from one queue before moving on, so a
 /// flooding source cannot starve the others.
@@ -537,33 +551,41 @@ fn chunker_loop(
     doorbell: Arc<Doorbell>,
     counters: Arc<PipelineCounters>,
     registry: Arc<ChannelRegistry>,
+    budget: Arc<MemoryBudget>,
     limits: ChunkLimits,
 ) {
     let _ = registry;
     let ChunkLimits {
+        pool,
         chunk_size,
         max_age,
         in_flight,
     } = limits;
-    let mut b = ChunkBuilder::new(chunk_size + chunk_size / 4);
+    let mut b = ChunkBuilder::with_pool(chunk_size + chunk_size / 4, pool - 1);
     let mut seqs: Vec<u32> = Vec::new();
     let mut seen: Vec<bool> = Vec::new();
     let mut new_channels: Vec<u16> = Vec::new();
     let mut opened: Option<Instant> = None;
-    // Budget charges of the messages in the chunk being built.
-    let mut held = 0u64;
+    // Budget charges of copied payloads, given back in batches: one atomic
+    // per message on a line the sources also write costs more than the copy.
+    let mut to_release = 0u64;
     let mut next_no = 0u64;
     let mut open: Vec<bool> = vec![true; queues.len()];
 
-    let mut send = |b: &mut ChunkBuilder, held: &mut u64, new_channels: &mut Vec<u16>| {
+    let mut send = |b: &mut ChunkBuilder, new_channels: &mut Vec<u16>| {
         // Keep the sequencer's reorder heap within its fixed capacity.
         while counters.in_flight.load(Ordering::Acquire) >= in_flight {
             std::thread::sleep(Duration::from_micros(200));
         }
         counters.in_flight.fetch_add(1, Ordering::AcqRel);
+        // Buffers written meanwhile come back here: take() must find one,
+        // or it allocates past the pool the budget was charged for.
+        while let Ok(buf) = recycle_rx.try_recv() {
+            b.recycle(buf);
+        }
         let chunk = b.take();
-        // The messages' charges move to the chunk that now holds them.
-        let charge = std::mem::take(held);
+        // The chunk's buffer is charged as part of the pool.
+        let charge = 0;
         let job = ChunkJob {
             no: next_no,
             chunk,
@@ -610,12 +632,14 @@ fn chunker_loop(
                             env.publish_time,
                             &env.payload,
                         );
-                        // The payload is copied and freed here; its charge
-                        // stays, now standing for its copy in the chunk.
-                        held += env.charge();
+                        // The payload is copied (into pool memory) and freed.
+                        to_release += env.charge();
                         drop(env);
+                        if to_release >= RELEASE_BATCH {
+                            budget.release(std::mem::take(&mut to_release));
+                        }
                         if b.len() >= chunk_size {
-                            send(&mut b, &mut held, &mut new_channels);
+                            send(&mut b, &mut new_channels);
                         }
                     }
                     Err(TryRecvError::Empty) => break,
@@ -626,9 +650,10 @@ fn chunker_loop(
                 }
             }
         }
+        budget.release(std::mem::take(&mut to_release));
         let aged = opened.is_some_and(|t| t.elapsed() >= max_age);
         if !b.is_empty() && aged {
-            send(&mut b, &mut held, &mut new_channels);
+            send(&mut b, &mut new_channels);
         }
         if got == 0 {
             if !open.iter().any(|o| *o) {
@@ -647,7 +672,7 @@ fn chunker_loop(
         }
     }
     if !b.is_empty() {
-        send(&mut b, &mut held, &mut new_channels);
+        send(&mut b, &mut new_channels);
     }
 }
 

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use edgerec_config::{Rate, SyntheticChannel, SyntheticKind};
 use edgerec_format::bag::qos_profile_yaml;
-use edgerec_format::cdr::{msg, PointFieldSpec, Time};
+use edgerec_format::cdr::{msg, CdrWriter, PointFieldSpec, Time};
 use edgerec_format::msgdefs;
 
 use crate::envelope::{ChannelId, Envelope};
@@ -76,41 +76,51 @@ impl SyntheticSource {
     pub fn encode(&self, seq: u64, stamp_ns: u64) -> Vec<u8> {
         let stamp = Time::from(stamp_ns);
         let frame = self.cfg.frame_id.as_str();
-        let fill = |out: &mut [u8]| {
-            out.copy_from_slice(&self.template);
-            let n = out.len().min(8);
-            out[..n].copy_from_slice(&seq.to_le_bytes()[..n]);
-        };
         match self.cfg.kind {
             SyntheticKind::Imu => {
                 let e = expected_imu(seq);
                 msg::imu(stamp, frame, e.0, e.1, e.2, e.3)
             }
+            // Large data fields are appended straight from the template
+            // (one pass over the bytes, no zeroing first), then the
+            // sequence number is patched into their first 8 bytes.
             SyntheticKind::PointCloud2 => {
                 let len = self.template.len();
                 let width = (len / POINT_STEP as usize) as u32;
                 let mut buf = Vec::with_capacity(len + 256 + frame.len());
-                msg::point_cloud2_into(
-                    &mut buf,
-                    stamp,
-                    frame,
-                    1,
-                    width,
-                    &POINT_FIELDS,
-                    false,
-                    POINT_STEP,
-                    width * POINT_STEP,
-                    len,
-                    fill,
-                    true,
-                );
+                let mut w = CdrWriter::append_to(&mut buf);
+                w.header(stamp, frame)
+                    .u32(1)
+                    .u32(width)
+                    .sequence_len(POINT_FIELDS.len());
+                for f in &POINT_FIELDS {
+                    w.string(f.name).u32(f.offset).u8(f.datatype).u32(f.count);
+                }
+                w.bool(false)
+                    .u32(POINT_STEP)
+                    .u32(width * POINT_STEP)
+                    .bytes(&self.template)
+                    .bool(true);
+                w.finish();
+                let end = buf.len() - 1;
+                patch_seq(&mut buf[end - len..end], seq);
                 buf
             }
             SyntheticKind::Image => {
                 let len = self.template.len();
-                let (h, w, enc, step) = image_geometry(len);
+                let (h, w_px, enc, step) = image_geometry(len);
                 let mut buf = Vec::with_capacity(len + 128 + frame.len());
-                msg::image_into(&mut buf, stamp, frame, h, w, enc, 0, step, len, fill);
+                let mut w = CdrWriter::append_to(&mut buf);
+                w.header(stamp, frame)
+                    .u32(h)
+                    .u32(w_px)
+                    .string(enc)
+                    .u8(0)
+                    .u32(step)
+                    .bytes(&self.template);
+                w.finish();
+                let end = buf.len();
+                patch_seq(&mut buf[end - len..end], seq);
                 buf
             }
             SyntheticKind::String => {
@@ -186,6 +196,11 @@ pub fn data_len(cfg: &SyntheticChannel) -> usize {
         }
         SyntheticKind::String => n,
     }
+}
+
+fn patch_seq(data: &mut [u8], seq: u64) {
+    let n = data.len().min(8);
+    data[..n].copy_from_slice(&seq.to_le_bytes()[..n]);
 }
 
 /// The String payload: `seq=` and 20 digit places, then `a..z` repeated up

@@ -465,7 +465,7 @@ fn memory_budget_refuses_pushes_and_records_the_drops() {
         s.budget_peak, s.budget_limit
     );
     assert_eq!(s.budget_limit, BUDGET);
-    let in_flight = (2 * COMPRESSORS + 2).min(MAX_CHUNKS_IN_FLIGHT) as u64;
+    let in_flight = MAX_CHUNKS_IN_FLIGHT as u64;
     assert!(
         s.budget_peak <= s.budget_limit + in_flight * 4 * KIB as u64,
         "budget peak {} exceeds the limit {} by more than the index records in flight",
