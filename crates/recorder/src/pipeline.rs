@@ -602,6 +602,7 @@ fn chunker_loop(
         while let Ok(buf) = recycle_rx.try_recv() {
             b.recycle(buf);
         }
+        doorbell.clear();
         let mut got = 0usize;
         for (qi, q) in queues.iter().enumerate() {
             if !open[qi] {
@@ -659,16 +660,15 @@ fn chunker_loop(
             if !open.iter().any(|o| *o) {
                 break;
             }
-            doorbell.sleeping.store(true, Ordering::Release);
-            // Re-check after announcing sleep: a push between the last
-            // try_recv and the store above would otherwise not wake us.
-            let wait = match opened {
-                Some(t) if !b.is_empty() => max_age.saturating_sub(t.elapsed()),
-                _ => Duration::from_millis(20),
+            if doorbell.may_sleep() {
+                let wait = match opened {
+                    Some(t) if !b.is_empty() => max_age.saturating_sub(t.elapsed()),
+                    _ => Duration::from_millis(20),
+                }
+                .min(Duration::from_millis(20));
+                std::thread::park_timeout(wait);
+                doorbell.awake();
             }
-            .min(Duration::from_millis(20));
-            std::thread::park_timeout(wait);
-            doorbell.sleeping.store(false, Ordering::Release);
         }
     }
     if !b.is_empty() {
