@@ -43,6 +43,14 @@ def run(cmd, **kw):
     return p.stdout
 
 
+def settle():
+    """Deleting the last run's gigabytes makes ext4 (mounted with discard
+    here) issue discards in the background; let them finish so they do not
+    land in the next measurement."""
+    os.sync()
+    time.sleep(3)
+
+
 def fio(d, seconds, size, fallocate="native"):
     """A fresh file, written once (a recorder never overwrites): no
     --time_based, which would loop over an already-allocated file and
@@ -57,6 +65,7 @@ def fio(d, seconds, size, fallocate="native"):
     j = json.loads(out[out.index("{"):])
     for f in Path(d).glob("edgerec-bench*"):
         f.unlink()
+    settle()
     return j["jobs"][0]["write"]["bw_bytes"] / 1e6
 
 
@@ -76,6 +85,7 @@ compression = "none"
              "--report-json", rep], env={**os.environ, "EDGEREC_LOG": "warn"})
         r = json.loads(rep.read_text())
     shutil.rmtree(Path(d) / "rec")
+    settle()
     seg = r["segments"][0]
     span = (seg["end_ns"] - seg["start_ns"]) / 1e9
     return {
@@ -93,6 +103,7 @@ compression = "none"
 def naive(d, seconds, kind, size):
     out = run([NAIVE, d, kind, str(size), str(seconds)])
     j = json.loads(out.strip().splitlines()[-1])
+    settle()
     return {"mb_s": j["file_bytes"] / j["seconds"] / 1e6, "msgs_s": j["messages"] / j["seconds"]}
 
 

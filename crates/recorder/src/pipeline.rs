@@ -305,12 +305,13 @@ impl Recorder {
         let mut ready = Vec::new();
         for mut src in sources {
             let (tx, rx) = mpsc::sync_channel(opts.queue_capacity);
-            let mut sink = SourceSink::new(tx, shared.clone());
+            let returns = Arc::new(crate::source::return_pool());
+            let mut sink = SourceSink::new(tx, returns.clone(), shared.clone());
             src.register(&mut sink).map_err(|e| RecorderError::Source {
                 source_name: src.name(),
                 reason: e.to_string(),
             })?;
-            queues.push(rx);
+            queues.push((rx, returns));
             ready.push((src, sink));
         }
 
@@ -604,7 +605,7 @@ fn chunker_loop(
         }
         doorbell.clear();
         let mut got = 0usize;
-        for (qi, q) in queues.iter().enumerate() {
+        for (qi, (q, returns)) in queues.iter().enumerate() {
             if !open[qi] {
                 continue;
             }
@@ -633,9 +634,12 @@ fn chunker_loop(
                             env.publish_time,
                             &env.payload,
                         );
-                        // The payload is copied (into pool memory) and freed.
+                        // The payload is copied (into pool memory); a small
+                        // buffer goes back to its source for reuse.
                         to_release += env.charge();
-                        drop(env);
+                        if env.payload.capacity() <= crate::source::RETURN_MAX_CAPACITY {
+                            let _ = returns.enqueue(env.payload);
+                        }
                         if to_release >= RELEASE_BATCH {
                             budget.release(std::mem::take(&mut to_release));
                         }
@@ -660,6 +664,9 @@ fn chunker_loop(
             if !open.iter().any(|o| *o) {
                 break;
             }
+            // No spin before parking: measured at 1 MHz, a 5 us spin raised
+            // the capacity at max rate (2.7 -> 4.9 M msg/s) but took 1.9 cores
+            // instead of 1.4 at 1 MHz; a recorder is mostly not at max rate.
             if doorbell.may_sleep() {
                 let wait = match opened {
                     Some(t) if !b.is_empty() => max_age.saturating_sub(t.elapsed()),

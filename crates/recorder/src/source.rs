@@ -189,6 +189,32 @@ impl Doorbell {
     }
 }
 
+/// Payload buffers the chunker hands back to the source they came from
+/// once copied, so small messages cost no malloc/free pair split across two
+/// threads (measured: that pair and its arena lock were the largest cost
+/// at 1 MHz). A fixed-capacity lock-free queue: capacity is a compile-time
+/// constant here, and a full pool just frees the buffer.
+///
+/// heapless deprecates its mpmc queue because a thread pre-empted inside
+/// `enqueue`/`dequeue` can make the others' calls fail until it resumes
+/// (heapless issue 583); it stays safe, and is fit where a failed call can
+/// be dropped. Here it can: a failed return frees the buffer, a failed take
+/// allocates one.
+pub(crate) type ReturnPool = heapless::mpmc::Queue<Vec<u8>, 128>;
+
+/// An empty pool.
+#[expect(
+    deprecated,
+    reason = "a failed enqueue/dequeue only costs an allocation here"
+)]
+pub(crate) fn return_pool() -> ReturnPool {
+    ReturnPool::new()
+}
+
+/// Largest payload buffer worth returning; bigger ones are few per second
+/// and would hold memory the budget does not see.
+pub(crate) const RETURN_MAX_CAPACITY: usize = 16 << 10;
+
 /// Shared by all sinks.
 #[derive(Debug)]
 pub(crate) struct SinkShared {
@@ -209,9 +235,10 @@ impl std::fmt::Debug for dyn RecordingClock {
 
 /// The handle a source pushes envelopes through. Cheap to clone for a
 /// source with several threads; all clones feed the same queue.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct SourceSink {
     tx: SyncSender<Envelope>,
+    returns: Arc<ReturnPool>,
     shared: Arc<SinkShared>,
     channels: Vec<Arc<RegisteredChannel>>,
 }
@@ -231,10 +258,23 @@ pub enum Dropped {
     UnknownChannel,
 }
 
+impl std::fmt::Debug for SourceSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SourceSink")
+            .field("channels", &self.channels.len())
+            .finish()
+    }
+}
+
 impl SourceSink {
-    pub(crate) fn new(tx: SyncSender<Envelope>, shared: Arc<SinkShared>) -> Self {
+    pub(crate) fn new(
+        tx: SyncSender<Envelope>,
+        returns: Arc<ReturnPool>,
+        shared: Arc<SinkShared>,
+    ) -> Self {
         Self {
             tx,
+            returns,
             shared,
             channels: Vec::new(),
         }
@@ -246,6 +286,23 @@ impl SourceSink {
         let id = c.id;
         self.channels.push(c);
         Ok(id)
+    }
+
+    /// An empty buffer with room for `capacity` bytes: one the pipeline
+    /// handed back when available, else a new one. Payloads built in it and
+    /// pushed may come back here once written into a chunk.
+    #[inline]
+    pub fn buffer(&self, capacity: usize) -> Vec<u8> {
+        if capacity <= RETURN_MAX_CAPACITY {
+            if let Some(mut b) = self.returns.dequeue() {
+                b.clear();
+                if b.capacity() < capacity {
+                    b.reserve(capacity);
+                }
+                return b;
+            }
+        }
+        Vec::with_capacity(capacity)
     }
 
     /// Now on the recording clock.
@@ -365,5 +422,5 @@ pub trait Source: Send + 'static {
     fn run(self: Box<Self>, sink: SourceSink, stop: StopFlag) -> Result<(), SourceError>;
 }
 
-/// The receiving ends the chunker polls.
-pub(crate) type SourceQueue = Receiver<Envelope>;
+/// The receiving end the chunker polls, and where it returns payloads.
+pub(crate) type SourceQueue = (Receiver<Envelope>, Arc<ReturnPool>);

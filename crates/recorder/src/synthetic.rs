@@ -39,6 +39,8 @@ pub struct SyntheticSource {
     cfg: SyntheticChannel,
     channel: Option<ChannelId>,
     template: Vec<u8>,
+    /// Bytes an encoded message needs, about.
+    payload_hint: usize,
 }
 
 /// Image width used when the payload size is a whole number of rgb8 rows.
@@ -65,21 +67,31 @@ impl SyntheticSource {
             fill_pattern(&cfg.topic, &mut t);
             t
         };
+        let payload_hint = template.len() + 400 + cfg.frame_id.len();
         Self {
             cfg,
             channel: None,
             template,
+            payload_hint,
         }
     }
 
     /// Encodes message `seq` stamped `stamp_ns` into a new buffer.
     pub fn encode(&self, seq: u64, stamp_ns: u64) -> Vec<u8> {
+        self.encode_into(Vec::new(), seq, stamp_ns)
+    }
+
+    /// [`encode`](Self::encode) into `buf` (cleared first), so a recycled
+    /// buffer ([`SourceSink::buffer`]) saves the allocation.
+    pub fn encode_into(&self, mut buf: Vec<u8>, seq: u64, stamp_ns: u64) -> Vec<u8> {
+        buf.clear();
         let stamp = Time::from(stamp_ns);
         let frame = self.cfg.frame_id.as_str();
         match self.cfg.kind {
             SyntheticKind::Imu => {
                 let e = expected_imu(seq);
-                msg::imu(stamp, frame, e.0, e.1, e.2, e.3)
+                msg::imu_into(&mut buf, stamp, frame, e.0, e.1, e.2, e.3);
+                buf
             }
             // Large data fields are appended straight from the template
             // (one pass over the bytes, no zeroing first), then the
@@ -87,7 +99,7 @@ impl SyntheticSource {
             SyntheticKind::PointCloud2 => {
                 let len = self.template.len();
                 let width = (len / POINT_STEP as usize) as u32;
-                let mut buf = Vec::with_capacity(len + 256 + frame.len());
+                buf.reserve(len + 256 + frame.len());
                 let mut w = CdrWriter::append_to(&mut buf);
                 w.header(stamp, frame)
                     .u32(1)
@@ -109,7 +121,7 @@ impl SyntheticSource {
             SyntheticKind::Image => {
                 let len = self.template.len();
                 let (h, w_px, enc, step) = image_geometry(len);
-                let mut buf = Vec::with_capacity(len + 128 + frame.len());
+                buf.reserve(len + 128 + frame.len());
                 let mut w = CdrWriter::append_to(&mut buf);
                 w.header(stamp, frame)
                     .u32(h)
@@ -127,7 +139,7 @@ impl SyntheticSource {
                 // The template holds "seq=" + 20 digits + filler; only the
                 // digits change per message.
                 let text = &self.template;
-                let mut buf = Vec::with_capacity(text.len() + 16);
+                buf.reserve(text.len() + 16);
                 msg::string_into(&mut buf, "");
                 buf.truncate(4);
                 buf.extend_from_slice(&(text.len() as u32 + 1).to_le_bytes());
@@ -287,7 +299,7 @@ impl Source for SyntheticSource {
         let mut seq: u64 = 0;
         let emit = |seq: u64| {
             let now = sink.now_ns();
-            let payload = self.encode(seq, now);
+            let payload = self.encode_into(sink.buffer(self.payload_hint), seq, now);
             // A refused push is counted by the sink; the sequence number is
             // consumed either way, so readers see the gap.
             let _ = sink.push(Envelope {
@@ -310,7 +322,7 @@ impl Source for SyntheticSource {
                         channel,
                         log_time: now,
                         publish_time: now,
-                        payload: self.encode(seq, now),
+                        payload: self.encode_into(sink.buffer(self.payload_hint), seq, now),
                     };
                     // A load generator offers again what did not fit
                     // instead of dropping it: it measures capacity.
