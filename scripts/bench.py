@@ -179,7 +179,8 @@ def main():
         "edgerec_peak_rss_mib": max(r["peak_rss_mib"] for r in e),
         "edgerec_drops": max(r["drops"] for r in e),
         "naive_mb_s": n_mb,
-        "ratio_edgerec_fio": e_mb / fio_mb,
+        # Against the faster of the two fio variants: conservative.
+        "ratio_edgerec_fio": e_mb / max(fio_mb, med(res["fio_nofalloc"], "mb_s")),
         "ratio_edgerec_naive": e_mb / n_mb,
         "small_msgs_s_at_1M_hz": small_rate,
         "small_drops_at_1M_hz": small_drops,
@@ -209,7 +210,7 @@ def main():
         ("edgerec peak RSS (MiB, budget %d)" % budget, f"{summary['edgerec_peak_rss_mib']:.0f}"),
         ("edgerec drops", f"{summary['edgerec_drops']}"),
         ("naive mcap+BufWriter+fsync (MB/s)", f"{n_mb:.0f}"),
-        ("ratio edgerec / fio", f"{summary['ratio_edgerec_fio']:.2f}"),
+        ("ratio edgerec / faster fio", f"{summary['ratio_edgerec_fio']:.2f}"),
         ("ratio edgerec / naive", f"{summary['ratio_edgerec_naive']:.2f}"),
         ("256 B at 1 MHz: sustained msg/s", f"{small_rate:,.0f}"),
         ("256 B at 1 MHz: drops", f"{small_drops}"),
