@@ -221,6 +221,9 @@ def main():
     for k, v in rows:
         print(f"{k:48} {v:>14}")
     print()
+    if a.short:
+        print("(short mode: 2-second runs keep the benchmark working; start-up and")
+        print(" close weigh on them, so these verdicts are not the measurement of the bars)")
     for name, ok in bars:
         print(f"{'PASS' if ok else 'MISS'}  {name}")
     text = json.dumps(summary, indent=2)
