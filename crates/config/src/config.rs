@@ -22,6 +22,56 @@ pub struct Config {
     pub pipeline: PipelineConfig,
     /// `[sources]`: what is recorded besides ROS 2 topics.
     pub sources: SourcesConfig,
+    /// `[segment]`: when a segment file is closed and the next one opened.
+    pub segment: SegmentConfig,
+    /// `[retention]`: how much of the disk recordings may use.
+    pub retention: RetentionConfig,
+}
+
+/// `[segment]`: a segment is split when any limit is reached.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SegmentConfig {
+    /// Bytes at which a segment is closed; 16 MiB to 1 TiB. Default 1 GiB.
+    pub max_bytes: u64,
+    /// Age (by log time) at which a segment is closed; 1 s to 24 h.
+    /// Default 5 min.
+    pub max_duration: Duration,
+    /// Messages at which a segment is closed; 0 = no limit (default).
+    pub max_messages: u64,
+}
+
+impl Default for SegmentConfig {
+    fn default() -> Self {
+        SegmentConfig {
+            max_bytes: GIB,
+            max_duration: Duration::from_secs(300),
+            max_messages: 0,
+        }
+    }
+}
+
+/// `[retention]`: the oldest closed, unprotected segments are deleted
+/// before a limit is crossed; when nothing can be deleted, recording pauses.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetentionConfig {
+    /// Most bytes all sessions under the root may hold; 0 = no cap
+    /// (default).
+    pub max_total_bytes: u64,
+    /// Free bytes to keep on the recordings' file system. Default 4 GiB.
+    pub min_free_bytes: u64,
+    /// Free space to keep, in percent of the file system; the larger of
+    /// this and `min_free_bytes` applies. 0 to 50. Default 5.
+    pub min_free_percent: u8,
+}
+
+impl Default for RetentionConfig {
+    fn default() -> Self {
+        RetentionConfig {
+            max_total_bytes: 0,
+            min_free_bytes: 4 * GIB,
+            min_free_percent: 5,
+        }
+    }
 }
 
 /// `[recording]`.
@@ -371,4 +421,8 @@ pub(crate) mod limits {
     pub const SESSION_PREFIX_MAX: usize = 64;
     pub const RATE_MAX_HZ: f64 = 10_000_000.0;
     pub const PAYLOAD_SIZE_MAX: u64 = 64 * MIB;
+    pub const SEGMENT_BYTES: (u64, u64) = (16 * MIB, 1 << 40);
+    pub const SEGMENT_DURATION: (Duration, Duration) =
+        (Duration::from_secs(1), Duration::from_secs(24 * 3600));
+    pub const MIN_FREE_PERCENT: (i64, i64) = (0, 50);
 }

@@ -13,13 +13,24 @@ use crate::config::limits;
 use crate::error::line_column;
 use crate::units::{parse_duration, parse_size, Size, Time, UnitError};
 use crate::{
-    Compression, Config, ConfigError, McapConfig, PipelineConfig, Rate, RecordingConfig, RosDistro,
-    SourcesConfig, StorageBackend, StorageConfig, SyntheticChannel, SyntheticKind,
+    Compression, Config, ConfigError, McapConfig, PipelineConfig, Rate, RecordingConfig,
+    RetentionConfig, RosDistro, SegmentConfig, SourcesConfig, StorageBackend, StorageConfig,
+    SyntheticChannel, SyntheticKind,
 };
 
 type Result<T> = std::result::Result<T, ConfigError>;
 
-const ROOT_KEYS: &[&str] = &["recording", "storage", "mcap", "pipeline", "sources"];
+const ROOT_KEYS: &[&str] = &[
+    "recording",
+    "storage",
+    "mcap",
+    "pipeline",
+    "sources",
+    "segment",
+    "retention",
+];
+const SEGMENT_KEYS: &[&str] = &["max_bytes", "max_duration", "max_messages"];
+const RETENTION_KEYS: &[&str] = &["max_total_bytes", "min_free_bytes", "min_free_percent"];
 const RECORDING_KEYS: &[&str] = &["root", "session_prefix", "ros_distro"];
 const STORAGE_KEYS: &[&str] = &[
     "backend",
@@ -54,6 +65,8 @@ const TABLES: &[(&str, &[&str])] = &[
     ("[pipeline]", PIPELINE_KEYS),
     ("[sources]", SOURCES_KEYS),
     ("[[sources.synthetic]]", SYNTHETIC_KEYS),
+    ("[segment]", SEGMENT_KEYS),
+    ("[retention]", RETENTION_KEYS),
 ];
 
 pub(crate) fn parse(text: &str, origin: &Path) -> Result<Config> {
@@ -94,13 +107,53 @@ pub(crate) fn parse(text: &str, origin: &Path) -> Result<Config> {
         Some(table) => sources(&cx, &table)?,
         None => SourcesConfig::default(),
     };
+    let segment = match root.table(&cx, "segment")? {
+        Some(table) => segment(&cx, &table)?,
+        None => SegmentConfig::default(),
+    };
+    let retention = match root.table(&cx, "retention")? {
+        Some(table) => retention(&cx, &table)?,
+        None => RetentionConfig::default(),
+    };
     Ok(Config {
         recording,
         storage,
         mcap,
         pipeline,
         sources,
+        segment,
+        retention,
     })
+}
+
+fn segment(cx: &Cx, table: &Table) -> Result<SegmentConfig> {
+    table.check_keys(cx, SEGMENT_KEYS)?;
+    let mut config = SegmentConfig::default();
+    if let Some(field) = table.field("max_bytes") {
+        config.max_bytes = cx.size_in(&field, limits::SEGMENT_BYTES)?;
+    }
+    if let Some(field) = table.field("max_duration") {
+        config.max_duration = cx.duration_in(&field, limits::SEGMENT_DURATION)?;
+    }
+    if let Some(field) = table.field("max_messages") {
+        config.max_messages = cx.integer_in(&field, (0, i64::MAX))? as u64;
+    }
+    Ok(config)
+}
+
+fn retention(cx: &Cx, table: &Table) -> Result<RetentionConfig> {
+    table.check_keys(cx, RETENTION_KEYS)?;
+    let mut config = RetentionConfig::default();
+    if let Some(field) = table.field("max_total_bytes") {
+        config.max_total_bytes = cx.size(&field)?;
+    }
+    if let Some(field) = table.field("min_free_bytes") {
+        config.min_free_bytes = cx.size(&field)?;
+    }
+    if let Some(field) = table.field("min_free_percent") {
+        config.min_free_percent = cx.integer_in(&field, limits::MIN_FREE_PERCENT)? as u8;
+    }
+    Ok(config)
 }
 
 fn recording(cx: &Cx, table: &Table) -> Result<RecordingConfig> {

@@ -59,8 +59,9 @@ mod units;
 use std::path::Path;
 
 pub use config::{
-    Compression, Config, McapConfig, PipelineConfig, Rate, RecordingConfig, RosDistro,
-    SourcesConfig, StorageBackend, StorageConfig, SyntheticChannel, SyntheticKind,
+    Compression, Config, McapConfig, PipelineConfig, Rate, RecordingConfig, RetentionConfig,
+    RosDistro, SegmentConfig, SourcesConfig, StorageBackend, StorageConfig, SyntheticChannel,
+    SyntheticKind,
 };
 pub use error::ConfigError;
 pub use units::{parse_duration, parse_size, UnitError};

@@ -79,7 +79,7 @@ fn unknown_table() {
         (4, 2),
         Some("strorage"),
         "unknown key",
-        Some("did you mean `storage`? (valid keys: recording, storage, mcap, pipeline, sources)"),
+        Some("did you mean `storage`? (valid keys: recording, storage, mcap, pipeline, sources, segment, retention)"),
     );
 }
 
@@ -117,7 +117,7 @@ fn unknown_key_that_belongs_in_another_table() {
         (2, 1),
         Some("root"),
         "unknown key",
-        Some("`root` belongs in [recording], not the top level (valid keys here: recording, storage, mcap, pipeline, sources)"),
+        Some("`root` belongs in [recording], not the top level (valid keys here: recording, storage, mcap, pipeline, sources, segment, retention)"),
     );
 }
 

@@ -5,8 +5,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use edgerec_config::{
-    Compression, Config, McapConfig, PipelineConfig, Rate, RecordingConfig, RosDistro,
-    SourcesConfig, StorageBackend, StorageConfig, SyntheticChannel, SyntheticKind,
+    Compression, Config, McapConfig, PipelineConfig, Rate, RecordingConfig, RetentionConfig,
+    RosDistro, SegmentConfig, SourcesConfig, StorageBackend, StorageConfig, SyntheticChannel,
+    SyntheticKind,
 };
 
 fn config_file(name: &str) -> PathBuf {
@@ -54,6 +55,16 @@ fn defaults_are_the_documented_values() {
             queue_capacity: 16384,
         },
         sources: SourcesConfig { synthetic: vec![] },
+        segment: SegmentConfig {
+            max_bytes: 1 << 30,
+            max_duration: Duration::from_secs(300),
+            max_messages: 0,
+        },
+        retention: RetentionConfig {
+            max_total_bytes: 0,
+            min_free_bytes: 4 << 30,
+            min_free_percent: 5,
+        },
     };
     assert_eq!(Config::default(), expected);
 }
