@@ -293,3 +293,59 @@ pub fn check(path: &Path) -> Result<Vec<FileCheck>, FormatError> {
         })
         .collect())
 }
+
+/// Rewrites `dir/metadata.yaml` from the summaries of the closed segments
+/// in `dir` (after a segment was deleted or recovered), keeping the
+/// version the existing file has (Humble when there is none).
+pub fn rewrite_metadata(dir: &Path) -> Result<crate::bag::BagMetadata, FormatError> {
+    use crate::bag::{BagMetadata, FileInfo, MetadataVersion, TopicInfo};
+    let version = match std::fs::read_to_string(dir.join("metadata.yaml")) {
+        Ok(text) if text.lines().any(|l| l.trim() == "version: 9") => MetadataVersion::Jazzy,
+        _ => MetadataVersion::Humble,
+    };
+    let mut meta = BagMetadata {
+        version,
+        ..Default::default()
+    };
+    for path in segment_files(dir)? {
+        if path.extension().is_some_and(|e| e == "active") {
+            continue;
+        }
+        let Ok(s) = read_summary(&path) else { continue };
+        let Some(st) = &s.statistics else { continue };
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_string();
+        meta.files.push(FileInfo {
+            path: name,
+            starting_time_ns: st.message_start_time,
+            duration_ns: st.message_end_time.saturating_sub(st.message_start_time),
+            message_count: st.message_count,
+        });
+        for (id, ch) in &s.channels {
+            let n = st.channel_message_counts.get(id).copied().unwrap_or(0);
+            match meta.topics.iter_mut().find(|t| t.name == ch.topic) {
+                Some(t) => t.message_count += n,
+                None => meta.topics.push(TopicInfo {
+                    name: ch.topic.clone(),
+                    type_name: s
+                        .schemas
+                        .get(&ch.schema_id)
+                        .map(|x| x.name.clone())
+                        .unwrap_or_default(),
+                    serialization_format: ch.message_encoding.clone(),
+                    offered_qos_profiles: ch
+                        .metadata
+                        .get("offered_qos_profiles")
+                        .cloned()
+                        .unwrap_or_default(),
+                    message_count: n,
+                }),
+            }
+        }
+    }
+    meta.write_atomic(dir)?;
+    Ok(meta)
+}

@@ -53,6 +53,15 @@ pub enum RecorderError {
         /// The storage error.
         source: edgerec_storage::StorageError,
     },
+    /// A write failed while a segment was being closed; the file was cut
+    /// at its last good block and left `.active` for recovery.
+    #[error("{path}: a write failed while closing the segment; the file was cut at byte {kept} and left for `edgerec recover`")]
+    ClosedAfterFailure {
+        /// The segment file.
+        path: PathBuf,
+        /// Bytes kept.
+        kept: u64,
+    },
     /// Framing the MCAP file failed.
     #[error("{path}: {source}")]
     Format {

@@ -77,6 +77,29 @@ pub struct RecorderOptions {
     pub queue_capacity: usize,
     /// The MCAP header's library string.
     pub library: String,
+    /// When a segment is split.
+    pub split: SplitPolicy,
+}
+
+/// A segment is closed and the next one opened when any limit is reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SplitPolicy {
+    /// File bytes.
+    pub max_bytes: u64,
+    /// Span of log times.
+    pub max_duration: Duration,
+    /// Messages; 0 = no limit.
+    pub max_messages: u64,
+}
+
+impl Default for SplitPolicy {
+    fn default() -> Self {
+        Self {
+            max_bytes: 1 << 30,
+            max_duration: Duration::from_secs(300),
+            max_messages: 0,
+        }
+    }
 }
 
 impl RecorderOptions {
@@ -117,6 +140,11 @@ impl RecorderOptions {
             compressor_threads: cfg.pipeline.compressor_threads,
             queue_capacity: cfg.pipeline.queue_capacity,
             library: format!("edgerec {}", env!("CARGO_PKG_VERSION")),
+            split: SplitPolicy {
+                max_bytes: cfg.segment.max_bytes,
+                max_duration: cfg.segment.max_duration,
+                max_messages: cfg.segment.max_messages,
+            },
         }
     }
 }
@@ -141,6 +169,8 @@ struct ChunkJob {
     /// Channels whose first messages are in this chunk (sequence numbers
     /// start at 0 there): the sequencer writes their records first.
     channels: Vec<u16>,
+    /// The last message of each latched channel in this chunk.
+    latched: Vec<LatchedMessage>,
 }
 
 struct Sealed {
@@ -148,6 +178,20 @@ struct Sealed {
     sealed: SealedChunk,
     charge: u64,
     channels: Vec<u16>,
+    latched: Vec<LatchedMessage>,
+}
+
+/// A latched (transient-local) channel's last message, written again at
+/// the start of every new segment with its original sequence number and
+/// times, so a reader of any one segment gets it, and a reader of all of
+/// them can tell the repeat by its sequence number.
+#[derive(Debug, Clone)]
+struct LatchedMessage {
+    channel: u16,
+    sequence: u32,
+    log_time: u64,
+    publish_time: u64,
+    payload: Arc<[u8]>,
 }
 
 impl PartialEq for Sealed {
@@ -383,9 +427,11 @@ impl Recorder {
             let counters = counters.clone();
             let budget = budget.clone();
             let shared = shared.clone();
+            let split = opts.split;
             spawn("edgerec-seq", move || {
                 sequencer_loop(
                     session, segment, sealed_rx, recycle_tx, registry, counters, budget, shared,
+                    split,
                 )
             })?
         };
@@ -555,7 +601,6 @@ fn chunker_loop(
     budget: Arc<MemoryBudget>,
     limits: ChunkLimits,
 ) {
-    let _ = registry;
     let ChunkLimits {
         pool,
         chunk_size,
@@ -573,31 +618,38 @@ fn chunker_loop(
     let mut next_no = 0u64;
     let mut open: Vec<bool> = vec![true; queues.len()];
 
-    let mut send = |b: &mut ChunkBuilder, new_channels: &mut Vec<u16>| {
-        // Keep the sequencer's reorder heap within its fixed capacity.
-        while counters.in_flight.load(Ordering::Acquire) >= in_flight {
-            std::thread::sleep(Duration::from_micros(200));
-        }
-        counters.in_flight.fetch_add(1, Ordering::AcqRel);
-        // Buffers written meanwhile come back here: take() must find one,
-        // or it allocates past the pool the budget was charged for.
-        while let Ok(buf) = recycle_rx.try_recv() {
-            b.recycle(buf);
-        }
-        let chunk = b.take();
-        // The chunk's buffer is charged as part of the pool.
-        let charge = 0;
-        let job = ChunkJob {
-            no: next_no,
-            chunk,
-            charge,
-            channels: std::mem::take(new_channels),
+    // Per channel: latched? (looked up once, on its first message).
+    let mut latched_flag: Vec<bool> = Vec::new();
+    let mut latched_now: std::collections::BTreeMap<u16, LatchedMessage> = Default::default();
+    let mut send =
+        |b: &mut ChunkBuilder,
+         new_channels: &mut Vec<u16>,
+         latched_now: &mut std::collections::BTreeMap<u16, LatchedMessage>| {
+            // Keep the sequencer's reorder heap within its fixed capacity.
+            while counters.in_flight.load(Ordering::Acquire) >= in_flight {
+                std::thread::sleep(Duration::from_micros(200));
+            }
+            counters.in_flight.fetch_add(1, Ordering::AcqRel);
+            // Buffers written meanwhile come back here: take() must find one,
+            // or it allocates past the pool the budget was charged for.
+            while let Ok(buf) = recycle_rx.try_recv() {
+                b.recycle(buf);
+            }
+            let chunk = b.take();
+            // The chunk's buffer is charged as part of the pool.
+            let charge = 0;
+            let job = ChunkJob {
+                no: next_no,
+                chunk,
+                charge,
+                channels: std::mem::take(new_channels),
+                latched: std::mem::take(latched_now).into_values().collect(),
+            };
+            next_no += 1;
+            // The pool only goes away when the pipeline does; a failed send
+            // means the compressors died, and the sequencer reports that.
+            let _ = job_tx.send(job);
         };
-        next_no += 1;
-        // The pool only goes away when the pipeline does; a failed send
-        // means the compressors died, and the sequencer reports that.
-        let _ = job_tx.send(job);
-    };
 
     loop {
         while let Ok(buf) = recycle_rx.try_recv() {
@@ -621,6 +673,11 @@ fn chunker_loop(
                         if !seen[ch] {
                             seen[ch] = true;
                             new_channels.push(env.channel.0);
+                            if ch >= latched_flag.len() {
+                                latched_flag.resize(ch + 1, false);
+                            }
+                            latched_flag[ch] =
+                                registry.get(env.channel).is_some_and(|c| c.spec.latched);
                         }
                         let seq = seqs[ch];
                         seqs[ch] = seq.wrapping_add(1);
@@ -634,6 +691,18 @@ fn chunker_loop(
                             env.publish_time,
                             &env.payload,
                         );
+                        if latched_flag.get(ch).copied().unwrap_or(false) {
+                            latched_now.insert(
+                                env.channel.0,
+                                LatchedMessage {
+                                    channel: env.channel.0,
+                                    sequence: seq,
+                                    log_time: env.log_time,
+                                    publish_time: env.publish_time,
+                                    payload: Arc::from(env.payload.as_slice()),
+                                },
+                            );
+                        }
                         // The payload is copied (into pool memory); a small
                         // buffer goes back to its source for reuse.
                         to_release += env.charge();
@@ -644,7 +713,7 @@ fn chunker_loop(
                             budget.release(std::mem::take(&mut to_release));
                         }
                         if b.len() >= chunk_size {
-                            send(&mut b, &mut new_channels);
+                            send(&mut b, &mut new_channels, &mut latched_now);
                         }
                     }
                     Err(TryRecvError::Empty) => break,
@@ -658,7 +727,7 @@ fn chunker_loop(
         budget.release(std::mem::take(&mut to_release));
         let aged = opened.is_some_and(|t| t.elapsed() >= max_age);
         if !b.is_empty() && aged {
-            send(&mut b, &mut new_channels);
+            send(&mut b, &mut new_channels, &mut latched_now);
         }
         if got == 0 {
             if !open.iter().any(|o| *o) {
@@ -679,7 +748,7 @@ fn chunker_loop(
         }
     }
     if !b.is_empty() {
-        send(&mut b, &mut new_channels);
+        send(&mut b, &mut new_channels, &mut latched_now);
     }
 }
 
@@ -706,6 +775,7 @@ fn compressor_loop(
                 sealed,
                 charge,
                 channels: job.channels,
+                latched: job.latched,
             })
             .is_err()
         {
@@ -714,9 +784,70 @@ fn compressor_loop(
     }
 }
 
+/// Where the sequencer is in the current segment.
+#[derive(Debug, Default)]
+struct SegmentProgress {
+    chunks: u64,
+    messages: u64,
+    start_ns: Option<u64>,
+}
+
+impl SegmentProgress {
+    fn should_split(&self, split: &SplitPolicy, position: u64, next: &SealedChunk) -> bool {
+        if self.chunks == 0 {
+            return false;
+        }
+        let bytes = position + next.total_len() > split.max_bytes;
+        let span = self
+            .start_ns
+            .is_some_and(|t| next.end.saturating_sub(t) >= split.max_duration.as_nanos() as u64);
+        let count =
+            split.max_messages > 0 && self.messages + next.message_count > split.max_messages;
+        bytes || span || count
+    }
+
+    fn wrote(&mut self, c: &SealedChunk) {
+        self.chunks += 1;
+        self.messages += c.message_count;
+        if c.message_count > 0 {
+            self.start_ns = Some(self.start_ns.map_or(c.start, |t| t.min(c.start)));
+        }
+    }
+}
+
+/// Closes finished segments on their own thread, in order, so a split does
+/// not stall the writes of the next segment (closing means the summary, a
+/// final fdatasync, rename, directory fsync and metadata.yaml).
+fn closer_loop(
+    rx: Receiver<Segment>,
+    session: Arc<Mutex<Session>>,
+    registry: Arc<ChannelRegistry>,
+    closed: Arc<Mutex<Vec<ClosedSegment>>>,
+) {
+    for seg in rx {
+        let path = seg.active_path().to_path_buf();
+        let finished = seg.finish(&registry.all());
+        let r = finished.and_then(|f| {
+            session
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .add_closed(f)
+        });
+        match r {
+            Ok(c) => {
+                tracing::info!("closed {} ({} messages)", c.path.display(), c.messages);
+                closed.lock().unwrap_or_else(|p| p.into_inner()).push(c);
+            }
+            // The next segment is unaffected; this one stays `.active` for
+            // recovery, which start-up runs.
+            Err(e) => tracing::error!("closing {} failed: {e}", path.display()),
+        }
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn sequencer_loop(
-    mut session: Session,
+    session: Session,
     segment: Segment,
     rx: Receiver<Sealed>,
     recycle: SyncSender<Vec<u8>>,
@@ -724,13 +855,15 @@ fn sequencer_loop(
     counters: Arc<PipelineCounters>,
     budget: Arc<MemoryBudget>,
     shared: Arc<SinkShared>,
+    split: SplitPolicy,
 ) -> Result<Vec<ClosedSegment>, RecorderError> {
     let mut heap: heapless::BinaryHeap<Sealed, heapless::binary_heap::Min, MAX_CHUNKS_IN_FLIGHT> =
         heapless::BinaryHeap::new();
     let mut next = 0u64;
     let mut segment = Some(segment);
+    let mut progress = SegmentProgress::default();
+    let mut latched_last: std::collections::BTreeMap<u16, LatchedMessage> = Default::default();
     let mut failed: Option<RecorderError> = None;
-    let mut closed = Vec::new();
     let mut disconnected = false;
     // Chunks handed to storage but not yet known durable: (end offset,
     // messages per channel). If storage fails, the ones past the kept
@@ -739,6 +872,18 @@ fn sequencer_loop(
         std::collections::VecDeque::new();
     let tick_every = Duration::from_millis(50);
     let mut last_tick = Instant::now();
+
+    let session = Arc::new(Mutex::new(session));
+    let closed = Arc::new(Mutex::new(Vec::new()));
+    let (close_tx, close_rx) = mpsc::channel::<Segment>();
+    let closer = {
+        let session = session.clone();
+        let registry = registry.clone();
+        let closed = closed.clone();
+        spawn("edgerec-close", move || {
+            closer_loop(close_rx, session, registry, closed)
+        })?
+    };
 
     let fail = |e: RecorderError, failed: &mut Option<RecorderError>| {
         tracing::error!("recording stopped writing: {e}");
@@ -767,31 +912,52 @@ fn sequencer_loop(
         while heap.peek().is_some_and(|s| s.no == next) {
             let Some(s) = heap.pop() else { break };
             next += 1;
-            match (&mut segment, &failed) {
-                (Some(seg), None) => {
-                    let r = write_sealed(seg, &s, &registry);
-                    match r {
-                        Ok(()) => {
-                            unsynced.push_back((seg.position(), s.sealed.channel_counts.clone()));
-                            for &(ch, n) in &s.sealed.channel_counts {
-                                if let Some(c) = registry.get(crate::ChannelId(ch)) {
-                                    c.counters.written.fetch_add(n, Ordering::Relaxed);
-                                }
+            if failed.is_none() {
+                if let Some(seg) = &mut segment {
+                    if progress.should_split(&split, seg.position(), &s.sealed) {
+                        match rotate(
+                            seg,
+                            &session,
+                            &registry,
+                            &latched_last,
+                            &close_tx,
+                            &counters,
+                        ) {
+                            Ok(p) => {
+                                progress = p;
+                                unsynced.clear();
                             }
-                            counters.chunks_written.fetch_add(1, Ordering::Relaxed);
-                            counters
-                                .messages_written
-                                .fetch_add(s.sealed.message_count, Ordering::Relaxed);
-                            counters
-                                .bytes_written
-                                .fetch_add(s.sealed.total_len(), Ordering::Relaxed);
-                        }
-                        Err(e) => {
-                            count_lost(&registry, &s);
-                            fail(e, &mut failed);
+                            Err(e) => fail(e, &mut failed),
                         }
                     }
                 }
+            }
+            match (&mut segment, &failed) {
+                (Some(seg), None) => match write_sealed(seg, &s, &registry) {
+                    Ok(()) => {
+                        progress.wrote(&s.sealed);
+                        for m in &s.latched {
+                            latched_last.insert(m.channel, m.clone());
+                        }
+                        unsynced.push_back((seg.position(), s.sealed.channel_counts.clone()));
+                        for &(ch, n) in &s.sealed.channel_counts {
+                            if let Some(c) = registry.get(crate::ChannelId(ch)) {
+                                c.counters.written.fetch_add(n, Ordering::Relaxed);
+                            }
+                        }
+                        counters.chunks_written.fetch_add(1, Ordering::Relaxed);
+                        counters
+                            .messages_written
+                            .fetch_add(s.sealed.message_count, Ordering::Relaxed);
+                        counters
+                            .bytes_written
+                            .fetch_add(s.sealed.total_len(), Ordering::Relaxed);
+                    }
+                    Err(e) => {
+                        count_lost(&registry, &s);
+                        fail(e, &mut failed);
+                    }
+                },
                 _ => count_lost(&registry, &s),
             }
             budget.release(s.charge);
@@ -815,6 +981,12 @@ fn sequencer_loop(
             }
         }
     }
+    // Earlier segments first: their closes are queued in order.
+    drop(close_tx);
+    if closer.join().is_err() {
+        tracing::error!("the segment closer thread panicked");
+    }
+    let mut closed_list = std::mem::take(&mut *closed.lock().unwrap_or_else(|p| p.into_inner()));
     if let Some(seg) = segment.take() {
         if let Some(e) = failed {
             let path = seg.active_path().to_path_buf();
@@ -839,12 +1011,60 @@ fn sequencer_loop(
             );
             return Err(e);
         }
-        let c = session.close_segment(seg, &registry.all())?;
+        let c = session
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .close_segment(seg, &registry.all())?;
         counters.durable_bytes.store(c.bytes, Ordering::Relaxed);
         *counters.segment.lock().unwrap_or_else(|p| p.into_inner()) = c.path.clone();
-        closed.push(c);
+        closed_list.push(c);
     }
-    Ok(closed)
+    Ok(closed_list)
+}
+
+/// Opens the next segment, hands the current one to the closer, and
+/// writes the latched channels' last messages first in the new one.
+fn rotate(
+    seg: &mut Segment,
+    session: &Mutex<Session>,
+    registry: &ChannelRegistry,
+    latched: &std::collections::BTreeMap<u16, LatchedMessage>,
+    close_tx: &mpsc::Sender<Segment>,
+    counters: &PipelineCounters,
+) -> Result<SegmentProgress, RecorderError> {
+    let all = registry.all();
+    let fresh = session
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .open_segment(&all)?;
+    let old = std::mem::replace(seg, fresh);
+    if close_tx.send(old).is_err() {
+        tracing::error!("segment closer is gone; the previous segment stays .active");
+    }
+    *counters.segment.lock().unwrap_or_else(|p| p.into_inner()) = seg.active_path().to_path_buf();
+    let mut progress = SegmentProgress::default();
+    if !latched.is_empty() {
+        let size: usize = latched.values().map(|m| m.payload.len() + 64).sum();
+        let mut b = ChunkBuilder::new(size);
+        for m in latched.values() {
+            b.push(
+                m.channel,
+                m.sequence,
+                m.log_time,
+                m.publish_time,
+                &m.payload,
+            );
+        }
+        let mut plain = ChunkCompressor::new(Compression::None)
+            .map_err(|e| RecorderError::Options(format!("latched chunk: {e}")))?;
+        let sealed = b.take().seal(&mut plain);
+        seg.write_chunk(&sealed)?;
+        progress.wrote(&sealed);
+        counters
+            .bytes_written
+            .fetch_add(sealed.total_len(), Ordering::Relaxed);
+    }
+    Ok(progress)
 }
 
 fn write_sealed(

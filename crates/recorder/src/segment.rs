@@ -197,44 +197,18 @@ impl Session {
         seg: Segment,
         channels: &[Arc<RegisteredChannel>],
     ) -> Result<ClosedSegment, RecorderError> {
-        let Segment {
-            mut mcap,
-            active_path,
-            final_path,
-            file_name,
-            drops_at_open,
-            index,
-        } = seg;
-        let mut drops = BTreeMap::new();
-        for c in channels {
-            let now = c.counters.dropped.load(Ordering::Relaxed)
-                + c.counters.lost.load(Ordering::Relaxed);
-            let before = drops_at_open.get(&c.id.0).copied().unwrap_or(0);
-            drops.insert(c.spec.topic.clone(), (now - before).to_string());
-        }
-        let finished = mcap
-            .write_metadata("edgerec.drops", &drops)
-            .and_then(|_| mcap.finish());
-        let (sink, summary) = match finished {
-            Ok(x) => x,
-            Err(e) => return Err(fmt_err(&active_path, e)),
-        };
-        let report: CloseReport = sink.0.close().map_err(|e| RecorderError::Storage {
-            path: active_path.clone(),
-            source: e,
-        })?;
-        std::fs::rename(&active_path, &final_path).map_err(|e| RecorderError::Path {
-            path: active_path.clone(),
-            what: "rename the closed segment",
-            source: e,
-        })?;
-        bag::sync_dir(&self.dir).map_err(|e| RecorderError::Path {
-            path: self.dir.clone(),
-            what: "fsync the session directory",
-            source: e,
-        })?;
-        set_read_only(&final_path);
+        let finished = seg.finish(channels)?;
+        self.add_closed(finished)
+    }
 
+    /// Records a segment finished by [`Segment::finish`] (possibly on
+    /// another thread) in `metadata.yaml`, rewritten atomically.
+    pub fn add_closed(&mut self, f: FinishedSegment) -> Result<ClosedSegment, RecorderError> {
+        let FinishedSegment {
+            closed,
+            file_name,
+            summary,
+        } = f;
         let st = &summary.statistics;
         self.bag.files.push(FileInfo {
             path: file_name,
@@ -270,15 +244,17 @@ impl Session {
                 what: "write metadata.yaml",
                 source: e,
             })?;
-        Ok(ClosedSegment {
-            index,
-            path: final_path,
-            messages: st.message_count,
-            bytes: report.logical_len,
-            start_ns: st.message_start_time,
-            end_ns: st.message_end_time,
-        })
+        Ok(closed)
     }
+}
+
+/// A segment whose file is complete and renamed, not yet in
+/// `metadata.yaml`.
+#[derive(Debug)]
+pub struct FinishedSegment {
+    closed: ClosedSegment,
+    file_name: String,
+    summary: edgerec_format::writer::WrittenSummary,
 }
 
 fn set_read_only(p: &Path) {
@@ -398,6 +374,79 @@ impl Segment {
     /// Its index in the session.
     pub fn index(&self) -> u32 {
         self.index
+    }
+
+    /// Writes the `edgerec.drops` record, the summary and footer, closes the
+    /// file (pad, truncate, fdatasync), renames it from `.active`, fsyncs
+    /// the directory and makes it read-only. Needs no session: a closer
+    /// thread runs it while the next segment is being written.
+    pub fn finish(
+        self,
+        channels: &[Arc<RegisteredChannel>],
+    ) -> Result<FinishedSegment, RecorderError> {
+        let Segment {
+            mut mcap,
+            active_path,
+            final_path,
+            file_name,
+            drops_at_open,
+            index,
+        } = self;
+        let mut drops = BTreeMap::new();
+        for c in channels {
+            if let Some(before) = drops_at_open.get(&c.id.0) {
+                let now = c.counters.dropped.load(Ordering::Relaxed)
+                    + c.counters.lost.load(Ordering::Relaxed);
+                drops.insert(
+                    c.spec.topic.clone(),
+                    now.saturating_sub(*before).to_string(),
+                );
+            }
+        }
+        let (sink, summary) = match mcap
+            .write_metadata("edgerec.drops", &drops)
+            .and_then(|_| mcap.finish())
+        {
+            Ok(x) => x,
+            Err(e) => return Err(fmt_err(&active_path, e)),
+        };
+        let report: CloseReport = sink.0.close().map_err(|e| RecorderError::Storage {
+            path: active_path.clone(),
+            source: e,
+        })?;
+        if let Some(kept) = report.truncated_after_error {
+            // The failure surfaced only at close: the summary is not on
+            // disk. Leave the file `.active` for recovery.
+            return Err(RecorderError::ClosedAfterFailure {
+                path: active_path,
+                kept,
+            });
+        }
+        std::fs::rename(&active_path, &final_path).map_err(|e| RecorderError::Path {
+            path: active_path.clone(),
+            what: "rename the closed segment",
+            source: e,
+        })?;
+        let dir = final_path.parent().unwrap_or(Path::new("."));
+        bag::sync_dir(dir).map_err(|e| RecorderError::Path {
+            path: dir.to_path_buf(),
+            what: "fsync the session directory",
+            source: e,
+        })?;
+        set_read_only(&final_path);
+        let st = &summary.statistics;
+        Ok(FinishedSegment {
+            closed: ClosedSegment {
+                index,
+                path: final_path,
+                messages: st.message_count,
+                bytes: report.logical_len,
+                start_ns: st.message_start_time,
+                end_ns: st.message_end_time,
+            },
+            file_name,
+            summary,
+        })
     }
 
     /// After a storage failure: closes the file at its last good block and
