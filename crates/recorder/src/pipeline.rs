@@ -220,6 +220,18 @@ pub struct RecordingReport {
     pub segments: Vec<ClosedSegment>,
     /// The final status.
     pub status: RecorderStatus,
+    /// Bytes handed to storage in each second since the start (the last
+    /// one partial): how a split shows in the throughput.
+    pub bytes_per_second: Vec<u64>,
+    /// Seconds since the start at which segments were split.
+    pub split_at_seconds: Vec<f64>,
+}
+
+/// What the sequencer thread returns.
+struct SequencerOutput {
+    closed: Vec<ClosedSegment>,
+    bytes_per_second: Vec<u64>,
+    split_at_seconds: Vec<f64>,
 }
 
 /// A running recording.
@@ -228,7 +240,7 @@ pub struct Recorder {
     sources: Vec<(String, JoinHandle<Result<(), crate::source::SourceError>>)>,
     chunker: Option<JoinHandle<()>>,
     compressors: Vec<JoinHandle<()>>,
-    sequencer: Option<JoinHandle<Result<Vec<ClosedSegment>, RecorderError>>>,
+    sequencer: Option<JoinHandle<Result<SequencerOutput, RecorderError>>>,
     registry: Arc<ChannelRegistry>,
     shared: Arc<SinkShared>,
     counters: Arc<PipelineCounters>,
@@ -535,10 +547,14 @@ impl Recorder {
         for h in self.compressors.drain(..) {
             let _ = h.join();
         }
-        let segments = match self.sequencer.take().map(|h| h.join()) {
+        let out = match self.sequencer.take().map(|h| h.join()) {
             Some(Ok(r)) => r?,
             Some(Err(_)) => return Err(RecorderError::Thread("sequencer panicked".into())),
-            None => Vec::new(),
+            None => SequencerOutput {
+                closed: Vec::new(),
+                bytes_per_second: Vec::new(),
+                split_at_seconds: Vec::new(),
+            },
         };
         for e in &source_errors {
             tracing::error!("source ended with an error: {e}");
@@ -547,8 +563,10 @@ impl Recorder {
         status.state = RecorderState::Stopped;
         Ok(RecordingReport {
             session_dir: self.session_dir.clone(),
-            segments,
+            segments: out.closed,
             status,
+            bytes_per_second: out.bytes_per_second,
+            split_at_seconds: out.split_at_seconds,
         })
     }
 }
@@ -856,7 +874,10 @@ fn sequencer_loop(
     budget: Arc<MemoryBudget>,
     shared: Arc<SinkShared>,
     split: SplitPolicy,
-) -> Result<Vec<ClosedSegment>, RecorderError> {
+) -> Result<SequencerOutput, RecorderError> {
+    let t0 = Instant::now();
+    let mut bytes_per_second: Vec<u64> = Vec::new();
+    let mut split_at_seconds: Vec<f64> = Vec::new();
     let mut heap: heapless::BinaryHeap<Sealed, heapless::binary_heap::Min, MAX_CHUNKS_IN_FLIGHT> =
         heapless::BinaryHeap::new();
     let mut next = 0u64;
@@ -926,6 +947,7 @@ fn sequencer_loop(
                             Ok(p) => {
                                 progress = p;
                                 unsynced.clear();
+                                split_at_seconds.push(t0.elapsed().as_secs_f64());
                             }
                             Err(e) => fail(e, &mut failed),
                         }
@@ -952,6 +974,11 @@ fn sequencer_loop(
                         counters
                             .bytes_written
                             .fetch_add(s.sealed.total_len(), Ordering::Relaxed);
+                        let sec = t0.elapsed().as_secs() as usize;
+                        if bytes_per_second.len() <= sec {
+                            bytes_per_second.resize(sec + 1, 0);
+                        }
+                        bytes_per_second[sec] += s.sealed.total_len();
                     }
                     Err(e) => {
                         count_lost(&registry, &s);
@@ -1019,7 +1046,11 @@ fn sequencer_loop(
         *counters.segment.lock().unwrap_or_else(|p| p.into_inner()) = c.path.clone();
         closed_list.push(c);
     }
-    Ok(closed_list)
+    Ok(SequencerOutput {
+        closed: closed_list,
+        bytes_per_second,
+        split_at_seconds,
+    })
 }
 
 /// Opens the next segment, hands the current one to the closer, and
