@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context;
 use clap::{Parser, Subcommand};
 use edgerec_config::Config;
-use edgerec_format::info;
+use edgerec_format::{info, recover};
 use edgerec_recorder::synthetic::SyntheticSource;
 use edgerec_recorder::{Recorder, RecorderOptions, RecorderStatus, SystemClock};
 
@@ -61,6 +61,14 @@ enum Cmd {
         /// A bag directory, an .mcap file, or an edgerec .toml file.
         path: PathBuf,
     },
+    /// Recover unfinished segments (`.mcap.active`, left by a crash or
+    /// power cut) into closed files, and rewrite the bag's metadata.yaml.
+    /// Exit 0 when nothing was lost beyond the unsynced tail, 3 when a
+    /// corrupt record was skipped, 1 when nothing was recoverable.
+    Recover {
+        /// A bag directory (every .active segment in it) or one file.
+        path: PathBuf,
+    },
     /// Print the version.
     Version,
 }
@@ -92,6 +100,7 @@ fn main() -> ExitCode {
             }
         },
         Cmd::Check { path } => check(&path),
+        Cmd::Recover { path } => recover_cmd(&path),
         Cmd::Version => {
             println!("edgerec {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS
@@ -148,6 +157,67 @@ fn check(path: &Path) -> ExitCode {
     }
 }
 
+fn recover_cmd(path: &Path) -> ExitCode {
+    let result = if path.is_dir() {
+        recover::recover_dir(path)
+    } else {
+        recover::recover_file(path).map(|r| vec![r])
+    };
+    match result {
+        Ok(reports) if reports.is_empty() => {
+            println!("{}: no .active segment, nothing to recover", path.display());
+            ExitCode::SUCCESS
+        }
+        Ok(reports) => {
+            for r in &reports {
+                println!("{r}");
+            }
+            let worst = reports
+                .iter()
+                .map(|r| r.outcome)
+                .max_by_key(|o| o.severity())
+                .map_or(0, |o| o.exit_code());
+            ExitCode::from(worst)
+        }
+        Err(e) => {
+            eprintln!("edgerec recover: {}: {e}", path.display());
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Recovers every `.active` segment under the recordings root before a new
+/// recording starts. Failures are logged, never fatal: what could not be
+/// recovered stays on disk as it is.
+fn recover_at_start(root: &Path) {
+    let dirs = match recover::recover_root(root) {
+        Ok(d) => d,
+        Err(e) => {
+            tracing::error!(
+                "recovery: cannot scan {} for unfinished segments: {e}",
+                root.display()
+            );
+            return;
+        }
+    };
+    for recover::DirRecovery { dir, result } in dirs {
+        match result {
+            Ok(reports) => {
+                for r in reports {
+                    let text = r.to_string().replace('\n', "; ");
+                    match r.outcome {
+                        recover::Outcome::Clean | recover::Outcome::AlreadyClosed => {
+                            tracing::info!("recovery: {text}")
+                        }
+                        _ => tracing::warn!("recovery: {text}"),
+                    }
+                }
+            }
+            Err(e) => tracing::error!("recovery of {} failed: {e}", dir.display()),
+        }
+    }
+}
+
 fn run(config: &Path, duration: Option<&str>, report_json: Option<&Path>, quiet: bool) -> ExitCode {
     let cfg = match Config::load(config) {
         Ok(c) => c,
@@ -181,6 +251,9 @@ fn record(
     report_json: Option<&Path>,
     quiet: bool,
 ) -> anyhow::Result<bool> {
+    // Before the signal handlers: a signal during recovery ends the
+    // process at once, which recovery is built to survive.
+    recover_at_start(&cfg.recording.root);
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         // A second signal while stopping exits at once.

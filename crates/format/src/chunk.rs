@@ -33,6 +33,17 @@ impl Compression {
             Compression::Zstd { .. } => "zstd",
         }
     }
+    /// The compression a Chunk record names (`""`, `"lz4"`, `"zstd"`), or
+    /// None for one this crate cannot decompress. A zstd level is not
+    /// stored in files; 0 stands for "unknown" here.
+    pub fn from_mcap_name(name: &str) -> Option<Self> {
+        match name {
+            "" => Some(Compression::None),
+            "lz4" => Some(Compression::Lz4),
+            "zstd" => Some(Compression::Zstd { level: 0 }),
+            _ => None,
+        }
+    }
     /// The name people read (`none`, `lz4`, `zstd`).
     pub fn display_name(&self) -> &'static str {
         match self {
@@ -339,6 +350,63 @@ pub struct SealedChunk {
 }
 
 impl SealedChunk {
+    /// A chunk read back from a file, to append it to another file as it is
+    /// (recovery): the Chunk record's fields, its (compressed) `records`
+    /// field, and the message index entries rebuilt from its decompressed
+    /// records, `(channel, [(log_time, offset in the records)])`. The
+    /// caller has verified the CRC and that `start`/`end` match the
+    /// messages; nothing is compressed again.
+    pub fn from_parts(
+        start: u64,
+        end: u64,
+        uncompressed_size: u64,
+        uncompressed_crc: u32,
+        compression: Compression,
+        body: Vec<u8>,
+        mut index: Vec<(u16, Vec<(u64, u64)>)>,
+    ) -> SealedChunk {
+        index.sort_unstable_by_key(|(ch, _)| *ch);
+        let mut head = Vec::with_capacity(64);
+        records::chunk_head(
+            &mut head,
+            start,
+            end,
+            uncompressed_size,
+            uncompressed_crc,
+            compression.mcap_name(),
+            body.len() as u64,
+        );
+        let mut indexes =
+            Vec::with_capacity(index.iter().map(|(_, v)| 15 + v.len() * 16).sum::<usize>());
+        let mut index_offsets = Vec::with_capacity(index.len());
+        let mut channel_counts = Vec::with_capacity(index.len());
+        let mut message_count = 0;
+        for (ch, entries) in &index {
+            index_offsets.push((*ch, indexes.len() as u64));
+            channel_counts.push((*ch, entries.len() as u64));
+            message_count += entries.len() as u64;
+            records::message_index(&mut indexes, *ch, entries);
+        }
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(&head);
+        crc.update(&body);
+        crc.update(&indexes);
+        SealedChunk {
+            head,
+            body,
+            indexes,
+            index_offsets,
+            channel_counts,
+            start,
+            end,
+            message_count,
+            uncompressed_size,
+            compression,
+            crc,
+            spare: None,
+        }
+    }
+
     /// Length of the Chunk record (head + body).
     pub fn chunk_len(&self) -> u64 {
         (self.head.len() + self.body.len()) as u64

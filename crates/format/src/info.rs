@@ -29,6 +29,17 @@ pub struct FileEntry {
     pub state: FileState,
 }
 
+impl FileEntry {
+    /// The `edgerec.recovered` metadata of a closed file that `edgerec
+    /// recover` wrote (see [`crate::recover`]).
+    pub fn recovered(&self) -> Option<&BTreeMap<String, String>> {
+        match &self.state {
+            FileState::Closed(s) => s.metadata.get(crate::recover::RECOVERED_METADATA),
+            _ => None,
+        }
+    }
+}
+
 /// Per-topic totals.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TopicTotals {
@@ -207,10 +218,26 @@ impl fmt::Display for BagInfo {
         for e in &self.files {
             let name = e.path.file_name().and_then(|n| n.to_str()).unwrap_or("?");
             let note = match &e.state {
-                FileState::Closed(s) => format!(
-                    "{} messages",
-                    s.statistics.as_ref().map(|x| x.message_count).unwrap_or(0)
-                ),
+                FileState::Closed(s) => {
+                    let mut note = format!(
+                        "{} messages",
+                        s.statistics.as_ref().map(|x| x.message_count).unwrap_or(0)
+                    );
+                    if let Some(r) = e.recovered() {
+                        let get = |k: &str| r.get(k).map(String::as_str).unwrap_or("?");
+                        note.push_str(&format!(
+                            "  recovered: kept {} of {} bytes{}",
+                            get("kept_bytes"),
+                            get("original_bytes"),
+                            if get("corrupt_skipped") == "true" {
+                                ", a corrupt record was skipped"
+                            } else {
+                                ""
+                            }
+                        ));
+                    }
+                    note
+                }
                 FileState::Active => "ACTIVE: being written or unfinished (edgerec recover)".into(),
                 FileState::Broken(why) => format!("UNREADABLE: {why}"),
             };

@@ -33,6 +33,7 @@ pub mod info;
 pub mod msgdefs;
 pub mod reader;
 pub mod records;
+pub mod recover;
 pub mod writer;
 
 /// Errors of reading and writing MCAP files.

@@ -20,7 +20,7 @@ use edgerec_format::bag::MetadataVersion;
 use edgerec_format::chunk::Compression;
 use edgerec_format::reader::{check_file, decompress_chunk, read_summary};
 use edgerec_format::records::{self, op, RecordIter, MAGIC};
-use edgerec_recorder::pipeline::MAX_CHUNKS_IN_FLIGHT;
+use edgerec_recorder::pipeline::{SplitPolicy, MAX_CHUNKS_IN_FLIGHT};
 use edgerec_recorder::source::Dropped;
 use edgerec_recorder::synthetic::SyntheticSource;
 use edgerec_recorder::{
@@ -251,6 +251,7 @@ fn options(root: &Path) -> RecorderOptions {
         compressor_threads: 2,
         queue_capacity: 1024,
         library: "edgerec-recorder pipeline tests".into(),
+        split: SplitPolicy::default(),
     }
 }
 
