@@ -82,6 +82,16 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
+    if !matches!(cli.cmd, Cmd::Run { .. }) {
+        // The tools end quietly when their reader goes away (`| head`),
+        // like other Unix tools. The recorder itself keeps Rust's default
+        // (SIGPIPE ignored): a closed stdout must not stop a recording.
+        // SAFETY: signal(2) with SIG_DFL for SIGPIPE, before any thread
+        // is started; no handler code runs.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     match cli.cmd {
         Cmd::Run {
             config,
@@ -298,8 +308,8 @@ fn record(
     let handle = rec.status_handle();
     let report = rec.stop();
     let secs = started.elapsed().as_secs_f64();
-    let (status, segments, ok) = match report {
-        Ok(r) => (r.status, r.segments, true),
+    let (status, segments, per_second, splits) = match report {
+        Ok(r) => (r.status, r.segments, r.bytes_per_second, r.split_at_seconds),
         Err(e) => {
             let s = handle.snapshot();
             eprintln!("edgerec: storage failed: {e}");
@@ -334,11 +344,13 @@ fn record(
         status.backend
     );
     if let Some(p) = report_json {
-        let j = report_to_json(&status, secs, &segments);
+        let mut j = report_to_json(&status, secs, &segments);
+        j["bytes_per_second"] = serde_json::json!(per_second);
+        j["split_at_seconds"] = serde_json::json!(splits);
         std::fs::write(p, serde_json::to_vec_pretty(&j)?)
             .with_context(|| format!("writing {}", p.display()))?;
     }
-    Ok(ok)
+    Ok(true)
 }
 
 fn live_line(s: &RecorderStatus, last: &mut (Instant, u64)) {
