@@ -21,6 +21,7 @@ pub mod budget;
 pub mod clock;
 pub mod envelope;
 pub mod pipeline;
+pub mod retention;
 pub mod segment;
 pub mod source;
 pub mod status;

@@ -1,0 +1,782 @@
+//! Retention against real directories and real file systems. On a
+//! tempdir, driven by `max_total_bytes`: the oldest closed segments go
+//! first across sessions (mtime, then name; this run's closes last), never
+//! the active, a protected, an `.active` or a `.recovering` file; the
+//! affected `metadata.yaml` stops listing what was deleted; an emptied
+//! session directory is removed (not the active one's); `Pause` when only
+//! protected and active files remain, and nothing is deleted when deleting
+//! all that may go would not be enough; a segment that cannot be deleted
+//! is skipped; errors name the path; a call costs well under a microsecond
+//! or two. On a size-limited tmpfs and a loop-mounted ext4 image: a
+//! recording of 3x the file system's size never takes free space (measured
+//! with statvfs after every write) below the floor, deletes strictly
+//! oldest first, keeps the newest, pauses when everything left is
+//! protected and resumes as soon as space returns. Mounting needs root;
+//! where it is refused the test says why and skips.
+
+use std::collections::BTreeMap;
+use std::fs::{self, File};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant, SystemTime};
+
+use edgerec_format::chunk::{ChunkBuilder, ChunkCompressor, Compression, SealedChunk};
+use edgerec_format::records::{Channel, Schema};
+use edgerec_format::writer::{McapWriter, PROFILE_ROS2};
+use edgerec_recorder::retention::{
+    Retention, RetentionError, RetentionPolicy, Room, FS_SAMPLE_EVERY, SLACK,
+};
+
+const KIB: u64 = 1024;
+const MIB: u64 = 1024 * KIB;
+
+// ---------------------------------------------------------------------------
+// Segments on disk
+// ---------------------------------------------------------------------------
+
+/// Writes one segment the way the recorder does: `<session>_<n>.mcap.active`
+/// through [`McapWriter`], renamed to `.mcap` and made 0444 on close.
+struct SegWriter {
+    w: McapWriter<File>,
+    active: PathBuf,
+    path: PathBuf,
+    builder: ChunkBuilder,
+    z: ChunkCompressor,
+    t: u64,
+    seq: u32,
+    payload: Vec<u8>,
+}
+
+impl SegWriter {
+    fn open(dir: &Path, index: u32) -> SegWriter {
+        let session = dir.file_name().unwrap().to_str().unwrap();
+        let path = dir.join(format!("{session}_{index}.mcap"));
+        let active = dir.join(format!("{session}_{index}.mcap.active"));
+        let f = File::create(&active).unwrap();
+        let mut w = McapWriter::new(f, PROFILE_ROS2, "edgerec-retention-test").unwrap();
+        w.add_schema(&Schema {
+            id: 1,
+            name: "sensor_msgs/msg/PointCloud2".into(),
+            encoding: "ros2msg".into(),
+            data: b"uint8[] data".to_vec(),
+        })
+        .unwrap();
+        w.add_channel(&Channel {
+            id: 1,
+            schema_id: 1,
+            topic: "/lidar".into(),
+            message_encoding: "cdr".into(),
+            metadata: BTreeMap::from([("offered_qos_profiles".to_string(), String::new())]),
+        })
+        .unwrap();
+        SegWriter {
+            w,
+            active,
+            path,
+            builder: ChunkBuilder::new(1 << 20),
+            z: ChunkCompressor::new(Compression::None).unwrap(),
+            t: 1_780_000_000_000_000_000 + u64::from(index) * 1_000_000_000,
+            seq: 0,
+            payload: (0..64 * KIB as usize).map(|i| (i * 131) as u8).collect(),
+        }
+    }
+
+    /// A sealed chunk of about `bytes` payload, in 64 KiB messages.
+    fn chunk(&mut self, bytes: u64) -> SealedChunk {
+        let mut left = bytes as usize;
+        while left > 0 {
+            let n = left.min(self.payload.len());
+            self.payload[..4].copy_from_slice(&self.seq.to_le_bytes());
+            self.t += 1_000_000;
+            self.builder
+                .push(1, self.seq, self.t, self.t, &self.payload[..n]);
+            self.seq += 1;
+            left -= n;
+        }
+        self.builder.take().seal(&mut self.z)
+    }
+
+    fn write(&mut self, c: &SealedChunk) {
+        self.w.write_chunk(c).unwrap();
+    }
+
+    fn position(&self) -> u64 {
+        self.w.position()
+    }
+
+    /// Finishes, renames to `.mcap`, makes it 0444; returns (path, bytes).
+    fn close(self) -> (PathBuf, u64) {
+        use std::os::unix::fs::PermissionsExt;
+        let (f, s) = self.w.finish().unwrap();
+        f.sync_all().unwrap();
+        drop(f);
+        fs::rename(&self.active, &self.path).unwrap();
+        fs::set_permissions(&self.path, fs::Permissions::from_mode(0o444)).unwrap();
+        (self.path, s.file_len)
+    }
+}
+
+/// A closed segment with one chunk of `payload` bytes and the given mtime.
+fn closed_segment(dir: &Path, index: u32, payload: u64, mtime: SystemTime) -> (PathBuf, u64) {
+    let mut w = SegWriter::open(dir, index);
+    let c = w.chunk(payload);
+    w.write(&c);
+    let (path, bytes) = w.close();
+    // mtime is set through a writable handle; root may open a 0444 file.
+    File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    (path, bytes)
+}
+
+fn names_in_metadata(dir: &Path) -> Vec<String> {
+    let text = fs::read_to_string(dir.join("metadata.yaml")).unwrap();
+    text.lines()
+        .filter_map(|l| l.trim().strip_prefix("- path: "))
+        .map(|s| s.trim_matches('\'').to_string())
+        .collect()
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name().unwrap().to_str().unwrap().to_string()
+}
+
+struct Statvfs {
+    size: u64,
+    avail: u64,
+}
+
+fn statvfs(p: &Path) -> Statvfs {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(p.as_os_str().as_bytes()).unwrap();
+    let mut s = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+    // SAFETY: `c` is NUL-terminated and alive across the call; `s` is a
+    // writable statvfs-sized buffer.
+    let r = unsafe { libc::statvfs(c.as_ptr(), s.as_mut_ptr()) };
+    assert_eq!(
+        r,
+        0,
+        "statvfs {}: {}",
+        p.display(),
+        std::io::Error::last_os_error()
+    );
+    // SAFETY: statvfs returned 0 and filled the struct.
+    let s = unsafe { s.assume_init() };
+    #[allow(clippy::unnecessary_cast)]
+    let f = s.f_frsize as u64;
+    #[allow(clippy::unnecessary_cast)]
+    Statvfs {
+        size: s.f_blocks as u64 * f,
+        avail: s.f_bavail as u64 * f,
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Tempdir tests, driven by max_total_bytes
+// ---------------------------------------------------------------------------
+
+fn cap_only(max_total_bytes: u64) -> RetentionPolicy {
+    RetentionPolicy {
+        max_total_bytes,
+        min_free_bytes: 0,
+        min_free_percent: 0,
+    }
+}
+
+/// Three sessions A, B, C of three closed segments each (A oldest, sizes
+/// differing), B_0 protected, a stale `.mcap.active` and a `.mcap.recovering`
+/// in B, and C's open segment C_3.
+struct Layout {
+    _tmp: tempfile::TempDir,
+    root: PathBuf,
+    dirs: [PathBuf; 3],
+    /// Closed segments in age order: A_0..A_2, B_0..B_2, C_0..C_2.
+    segs: Vec<(PathBuf, u64)>,
+    active: PathBuf,
+    untouchable: Vec<PathBuf>,
+}
+
+fn layout() -> Layout {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("recordings");
+    fs::create_dir(&root).unwrap();
+    let base = SystemTime::UNIX_EPOCH + Duration::from_secs(1_780_000_000);
+    let dirs = ["A", "B", "C"].map(|s| root.join(format!("rec_20260601T0{s}0000Z")));
+    let mut segs = Vec::new();
+    for (d, dir) in dirs.iter().enumerate() {
+        fs::create_dir(dir).unwrap();
+        for i in 0..3u32 {
+            let payload = (20 + 12 * ((d as u64 + u64::from(i)) % 3)) * KIB;
+            let mtime = base + Duration::from_secs(100 * d as u64 + u64::from(i));
+            segs.push(closed_segment(dir, i, payload, mtime));
+        }
+        edgerec_format::info::rewrite_metadata(dir).unwrap();
+    }
+    let protected_marker = PathBuf::from(format!("{}.protected", segs[3].0.display()));
+    fs::write(&protected_marker, b"event clip").unwrap();
+    let stale_active = dirs[1].join("rec_20260601T0B0000Z_7.mcap.active");
+    fs::write(&stale_active, vec![1u8; 30 * KIB as usize]).unwrap();
+    let recovering = dirs[1].join("rec_20260601T0B0000Z_8.mcap.recovering");
+    fs::write(&recovering, vec![2u8; 30 * KIB as usize]).unwrap();
+    let mut open = SegWriter::open(&dirs[2], 3);
+    let c = open.chunk(10 * KIB);
+    open.write(&c);
+    let active = open.active.clone();
+    drop(open);
+    Layout {
+        untouchable: vec![
+            segs[3].0.clone(),
+            protected_marker,
+            stale_active,
+            recovering,
+            active.clone(),
+        ],
+        _tmp: tmp,
+        root,
+        dirs,
+        segs,
+        active,
+    }
+}
+
+/// Bytes of every file in every directory under `root`, as retention counts.
+fn disk_total(root: &Path) -> u64 {
+    let mut n = 0;
+    for d in fs::read_dir(root).unwrap().flatten() {
+        if d.file_type().unwrap().is_dir() {
+            for f in fs::read_dir(d.path()).unwrap().flatten() {
+                n += f.metadata().unwrap().len();
+            }
+        }
+    }
+    n
+}
+
+fn append(path: &Path, n: u64) {
+    use std::io::Write;
+    let mut f = File::options().append(true).open(path).unwrap();
+    f.write_all(&vec![0u8; n as usize]).unwrap();
+}
+
+/// Asks for room that deleting exactly `sizes` (in order) provides: the
+/// headroom under the cap, plus the sizes, less half the last.
+fn upcoming_to_delete(r: &Retention, cap: u64, sizes: &[u64]) -> u64 {
+    let headroom = cap as i64 - r.status().recorded_bytes as i64;
+    let want: u64 = sizes.iter().sum::<u64>() - sizes.last().copied().unwrap_or(0) / 2;
+    (headroom + want as i64).max(0) as u64
+}
+
+fn proceed(room: Room) -> Vec<PathBuf> {
+    match room {
+        Room::Proceed { deleted } => deleted,
+        Room::Pause { reason, .. } => panic!("unexpected pause: {reason}"),
+    }
+}
+
+#[test]
+fn deletes_oldest_first_never_active_or_protected_and_keeps_metadata_current() {
+    let l = layout();
+    let cap = disk_total(&l.root);
+    let mut r = Retention::new(&l.root, cap_only(cap));
+    let size = |i: usize| l.segs[i].1;
+    let path = |i: usize| l.segs[i].0.clone();
+    // The first call scans; nothing to do yet.
+    assert!(proceed(r.make_room(0, &l.active).unwrap()).is_empty());
+    assert_eq!(r.status().recorded_bytes, cap);
+
+    // A_0 and A_1: A's metadata.yaml now lists only A_2.
+    let up = upcoming_to_delete(&r, cap, &[size(0), size(1)]);
+    let deleted = proceed(r.make_room(up, &l.active).unwrap());
+    assert_eq!(deleted, [path(0), path(1)]);
+    append(&l.active, up);
+    assert!(!path(0).exists() && !path(1).exists() && path(2).exists());
+    assert_eq!(names_in_metadata(&l.dirs[0]), [file_name(&path(2))]);
+
+    // A_2: session A has no segment left and disappears.
+    let up = upcoming_to_delete(&r, cap, &[size(2)]);
+    assert_eq!(proceed(r.make_room(up, &l.active).unwrap()), [path(2)]);
+    append(&l.active, up);
+    assert!(!l.dirs[0].exists(), "emptied session A was not removed");
+
+    // B_0 is protected: B_1 goes instead; B's metadata keeps B_0 and B_2.
+    let up = upcoming_to_delete(&r, cap, &[size(4)]);
+    assert_eq!(proceed(r.make_room(up, &l.active).unwrap()), [path(4)]);
+    append(&l.active, up);
+    assert_eq!(
+        names_in_metadata(&l.dirs[1]),
+        [file_name(&path(3)), file_name(&path(5))]
+    );
+
+    // Everything else deletable: B_2, C_0..C_2. C holds the active segment
+    // and stays; its metadata.yaml lists nothing now.
+    let up = upcoming_to_delete(&r, cap, &[size(5), size(6), size(7), size(8)]);
+    assert_eq!(
+        proceed(r.make_room(up, &l.active).unwrap()),
+        [path(5), path(6), path(7), path(8)]
+    );
+    append(&l.active, up);
+    assert!(
+        l.dirs[2].exists(),
+        "the active session's directory was removed"
+    );
+    assert!(names_in_metadata(&l.dirs[2]).is_empty());
+    assert!(l.dirs[1].exists());
+
+    // Only protected, active and recovering files are left: pause, delete
+    // nothing; the reason says so and the status shows it.
+    let headroom = cap - r.status().recorded_bytes;
+    match r.make_room(headroom + 1, &l.active).unwrap() {
+        Room::Pause { reason, deleted } => {
+            assert!(deleted.is_empty());
+            assert!(reason.contains("nothing left to delete"), "{reason}");
+            assert!(reason.contains("1 protected"), "{reason}");
+        }
+        other => panic!("expected a pause, got {other:?}"),
+    }
+    let st = r.status();
+    assert!(st.paused.is_some());
+    assert_eq!(st.deleted_segments, 8);
+    assert_eq!(
+        st.deleted_bytes,
+        [0, 1, 2, 4, 5, 6, 7, 8]
+            .iter()
+            .map(|&i| size(i))
+            .sum::<u64>()
+    );
+    assert_eq!((st.closed_segments, st.protected_segments), (1, 1));
+    for p in &l.untouchable {
+        assert!(p.exists(), "{} was deleted", p.display());
+    }
+
+    // A request that fits resumes.
+    assert!(proceed(r.make_room(0, &l.active).unwrap()).is_empty());
+    assert!(r.status().paused.is_none());
+}
+
+#[test]
+fn pauses_without_deleting_when_deleting_all_that_may_go_is_not_enough() {
+    let l = layout();
+    let cap = disk_total(&l.root);
+    let mut r = Retention::new(&l.root, cap_only(cap));
+    let deletable: u64 = l
+        .segs
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != 3)
+        .map(|(_, s)| s.1)
+        .sum();
+    match r.make_room(deletable + 1, &l.active).unwrap() {
+        Room::Pause { reason, deleted } => {
+            assert!(deleted.is_empty(), "deleted {deleted:?} for nothing");
+            assert!(reason.contains("would not be enough"), "{reason}");
+            assert!(reason.contains("cap"), "{reason}");
+        }
+        other => panic!("expected a pause, got {other:?}"),
+    }
+    for (p, _) in &l.segs {
+        assert!(p.exists(), "{} was deleted", p.display());
+    }
+    // Exactly enough: everything deletable goes, in order, and it proceeds.
+    let deleted = proceed(r.make_room(deletable, &l.active).unwrap());
+    let expected: Vec<PathBuf> = l
+        .segs
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != 3)
+        .map(|(_, s)| s.0.clone())
+        .collect();
+    assert_eq!(deleted, expected);
+}
+
+#[test]
+fn order_is_mtime_then_session_and_index_with_this_runs_closes_last() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    let t = |s: u64| SystemTime::UNIX_EPOCH + Duration::from_secs(1_780_000_000 + s);
+    // Session "z" is named later but written earlier (a clock that was
+    // set back): mtime wins. In "a", _2 and _10 share an mtime: numeric
+    // index order, not string order.
+    let z = root.join("rec_20270101T000000Z");
+    let a = root.join("rec_20260101T000000Z");
+    fs::create_dir(&z).unwrap();
+    fs::create_dir(&a).unwrap();
+    let z0 = closed_segment(&z, 0, 8 * KIB, t(0));
+    let a10 = closed_segment(&a, 10, 8 * KIB, t(50));
+    let a2 = closed_segment(&a, 2, 8 * KIB, t(50));
+    let a1 = closed_segment(&a, 1, 8 * KIB, t(10));
+    for d in [&z, &a] {
+        edgerec_format::info::rewrite_metadata(d).unwrap();
+    }
+    let active = a.join("rec_20260101T000000Z_12.mcap.active");
+    let mut r = Retention::new(root, cap_only(u64::MAX));
+    assert!(proceed(r.make_room(0, &active).unwrap()).is_empty());
+    // Closed during this run with the oldest mtime of all: still last.
+    let a11 = closed_segment(&a, 11, 8 * KIB, SystemTime::UNIX_EPOCH);
+    r.segment_closed(&a11.0, a11.1);
+    let all = [&z0, &a1, &a2, &a10, &a11];
+    let total: u64 = all.iter().map(|s| s.1).sum();
+    let mut r2 = Retention::new(root, cap_only(disk_total(root)));
+    r2.segment_closed(&a11.0, a11.1);
+    let deleted = proceed(r2.make_room(total - a11.1 / 2, &active).unwrap());
+    let expected: Vec<PathBuf> = all.iter().map(|s| s.0.clone()).collect();
+    assert_eq!(deleted, expected);
+    assert!(!z.exists() && a.exists());
+}
+
+#[test]
+fn a_segment_that_cannot_be_deleted_is_skipped_and_named() {
+    let l = layout();
+    let cap = disk_total(&l.root);
+    let mut r = Retention::new(&l.root, cap_only(cap));
+    assert!(proceed(r.make_room(0, &l.active).unwrap()).is_empty());
+    // After the scan, the oldest segment's name becomes a non-empty
+    // directory: unlink fails (EISDIR) even for root.
+    let (a0, a0_size) = l.segs[0].clone();
+    fs::remove_file(&a0).unwrap();
+    fs::create_dir(&a0).unwrap();
+    fs::write(a0.join("x"), b"x").unwrap();
+    let up = upcoming_to_delete(&r, cap, &[a0_size]);
+    let deleted = proceed(r.make_room(up, &l.active).unwrap());
+    assert_eq!(deleted, [l.segs[1].0.clone()]);
+    let err = r.status().last_error.expect("the failure is in the status");
+    assert!(err.contains(&a0.display().to_string()), "{err}");
+    assert!(a0.is_dir());
+}
+
+#[test]
+fn errors_are_typed_and_name_the_path() {
+    let tmp = tempfile::tempdir().unwrap();
+    let missing = tmp.path().join("not-there");
+    let mut r = Retention::new(&missing, cap_only(0));
+    match r.make_room(1, &missing.join("x.mcap.active")) {
+        Err(e @ RetentionError::Statvfs { .. }) => {
+            assert!(e.to_string().contains("not-there"), "{e}")
+        }
+        other => panic!("expected a statvfs error, got {other:?}"),
+    }
+    let file = tmp.path().join("a-file");
+    fs::write(&file, b"").unwrap();
+    let mut r = Retention::new(&file, cap_only(0));
+    match r.make_room(1, &file.join("x.mcap.active")) {
+        Err(e @ RetentionError::Scan { .. }) => assert!(e.to_string().contains("a-file"), "{e}"),
+        other => panic!("expected a scan error, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_call_is_cheap_statvfs_is_sampled_and_the_scan_cached() {
+    let l = layout();
+    let mut r = Retention::new(&l.root, cap_only(u64::MAX / 2));
+    // Calls for 350 ms: about 4 statvfs samples are due, and one scan.
+    // 256 bytes each keeps the approved bytes per sample well under the
+    // free space of any test machine.
+    let mut n = 0u32;
+    let t0 = Instant::now();
+    while t0.elapsed() < Duration::from_millis(350) {
+        for _ in 0..1000 {
+            assert!(matches!(
+                r.make_room(256, &l.active),
+                Ok(Room::Proceed { .. })
+            ));
+        }
+        n += 1000;
+    }
+    let el = t0.elapsed();
+    let st = r.status();
+    let per_call = el / n;
+    println!(
+        "{n} calls in {el:?} ({per_call:?} each), {} statvfs, {} scans",
+        st.fs_samples, st.scans
+    );
+    assert_eq!(st.scans, 1);
+    let max_samples = (el.as_millis() / FS_SAMPLE_EVERY.as_millis()) as u64 + 2;
+    assert!(
+        (3..=max_samples).contains(&st.fs_samples),
+        "{} samples in {el:?}",
+        st.fs_samples
+    );
+    assert!(per_call < Duration::from_micros(5), "{per_call:?} per call");
+    assert_eq!(st.recorded_bytes, disk_total(&l.root) + u64::from(n) * 256);
+}
+
+// ---------------------------------------------------------------------------
+// A real small file system
+// ---------------------------------------------------------------------------
+
+/// A file system mounted at a tempdir; unmounted on drop, also when the
+/// test panics.
+struct Mounted {
+    dir: tempfile::TempDir,
+    what: String,
+    _image: Option<tempfile::TempDir>,
+}
+
+impl Drop for Mounted {
+    fn drop(&mut self) {
+        let ok = Command::new("umount")
+            .arg(self.dir.path())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            // Busy (a file left open by a failed assertion): detach it
+            // lazily so the mount never outlives the test.
+            let _ = Command::new("umount")
+                .arg("-l")
+                .arg(self.dir.path())
+                .status();
+        }
+    }
+}
+
+fn run(cmd: &mut Command) -> Result<(), String> {
+    match cmd.output() {
+        Ok(o) if o.status.success() => Ok(()),
+        Ok(o) => Err(format!(
+            "{cmd:?}: {}: {}",
+            o.status,
+            String::from_utf8_lossy(&o.stderr).trim()
+        )),
+        Err(e) => Err(format!("{cmd:?}: {e}")),
+    }
+}
+
+fn mount_tmpfs(size: u64) -> Result<Mounted, String> {
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    run(Command::new("mount")
+        .args(["-t", "tmpfs", "-o"])
+        .arg(format!("size={size},mode=0755"))
+        .arg("edgerec-retention-test")
+        .arg(dir.path()))?;
+    Ok(Mounted {
+        dir,
+        what: format!("tmpfs of {} MiB", size / MIB),
+        _image: None,
+    })
+}
+
+fn mount_ext4_image(size: u64) -> Result<Mounted, String> {
+    let image_dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    let image = image_dir.path().join("fs.img");
+    File::create(&image)
+        .and_then(|f| f.set_len(size))
+        .map_err(|e| e.to_string())?;
+    // 4 KiB blocks like the data partition; other defaults (5% reserved
+    // for root, which f_bavail leaves out) as mkfs makes them.
+    run(Command::new("mkfs.ext4")
+        .args(["-q", "-F", "-b", "4096"])
+        .arg(&image))?;
+    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    run(Command::new("mount")
+        .args(["-t", "ext4", "-o", "loop"])
+        .arg(&image)
+        .arg(dir.path()))?;
+    Ok(Mounted {
+        dir,
+        what: format!("loop-mounted ext4 image of {} MiB", size / MIB),
+        _image: Some(image_dir),
+    })
+}
+
+const SEGMENT: u64 = 4 * MIB;
+const CHUNK: u64 = 256 * KIB;
+const SEGMENTS_PER_SESSION: u32 = 5;
+
+/// Records 3x the file system's size through [`SegWriter`], calling
+/// `make_room` before every write as the sequencer does, and checks the
+/// floor with statvfs after every write.
+fn record_three_times_the_file_system(m: &Mounted, nominal: u64) {
+    let t0 = Instant::now();
+    let root = m.dir.path();
+    let fs0 = statvfs(root);
+    let policy = RetentionPolicy {
+        max_total_bytes: 0,
+        min_free_bytes: 6 * MIB,
+        // 15% of 64 MiB is above 6 MiB: the percentage decides the floor.
+        min_free_percent: 15,
+    };
+    let floor = policy.floor(fs0.size);
+    assert!(floor > 6 * MIB && floor < fs0.avail / 2, "floor {floor}");
+    let mut r = Retention::new(root, policy);
+
+    let mut min_free = u64::MAX;
+    let mut checks = 0u64;
+    let mut check_floor = |when: &str| {
+        let free = statvfs(root).avail;
+        assert!(
+            free >= floor,
+            "{}: free {free} below the floor {floor} after {when}",
+            m.what
+        );
+        min_free = min_free.min(free);
+        checks += 1;
+    };
+
+    let mut written = 0u64;
+    let mut closed: Vec<PathBuf> = Vec::new();
+    let mut deleted: Vec<PathBuf> = Vec::new();
+    let mut sessions: Vec<PathBuf> = Vec::new();
+    let mut protected: Option<PathBuf> = None;
+    let room = |r: &mut Retention, n: u64, active: &Path, deleted: &mut Vec<PathBuf>| match r
+        .make_room(n, active)
+        .unwrap()
+    {
+        Room::Proceed { deleted: d } => deleted.extend(d),
+        Room::Pause { reason, .. } => panic!("{}: unexpected pause: {reason}", m.what),
+    };
+    // 3x the larger of the image and what statvfs reports usable.
+    let target = 3 * nominal.max(fs0.size);
+    while written < target {
+        let k = closed.len() as u32;
+        if k % SEGMENTS_PER_SESSION == 0 {
+            let dir = root.join(format!("rec_20260601T120000Z_{}", sessions.len()));
+            fs::create_dir(&dir).unwrap();
+            sessions.push(dir);
+        }
+        let dir = sessions.last().unwrap();
+        let index = k % SEGMENTS_PER_SESSION;
+        let session = file_name(dir);
+        let active = dir.join(format!("{session}_{index}.mcap.active"));
+        room(&mut r, 4 * KIB, &active, &mut deleted);
+        let mut w = SegWriter::open(dir, index);
+        check_floor("opening a segment");
+        while w.position() < SEGMENT {
+            let c = w.chunk(CHUNK);
+            room(&mut r, c.total_len(), &active, &mut deleted);
+            w.write(&c);
+            check_floor("a chunk");
+        }
+        // The summary; a guess, as the sequencer's would be.
+        room(&mut r, 16 * KIB, &active, &mut deleted);
+        let (path, bytes) = w.close();
+        edgerec_format::info::rewrite_metadata(dir).unwrap();
+        r.segment_closed(&path, bytes);
+        check_floor("closing a segment");
+        written += bytes;
+        if k == 1 {
+            // An event clip: marked after its close, as the trigger issue
+            // will; retention must see the marker before unlinking.
+            fs::write(format!("{}.protected", path.display()), b"event").unwrap();
+            protected = Some(path.clone());
+        }
+        closed.push(path);
+    }
+    let protected = protected.unwrap();
+
+    // Strictly oldest first: the deleted ones are the oldest closed ones
+    // (the protected clip skipped), in order; the newest all survive.
+    let unprotected: Vec<&PathBuf> = closed.iter().filter(|p| **p != protected).collect();
+    assert_eq!(
+        deleted.iter().collect::<Vec<_>>(),
+        unprotected[..deleted.len()],
+        "{}: not the oldest first",
+        m.what
+    );
+    let survivors: Vec<&PathBuf> = unprotected[deleted.len()..].to_vec();
+    for p in &deleted {
+        assert!(!p.exists(), "{} still exists", p.display());
+    }
+    let mut kept = fs::metadata(&protected).unwrap().len();
+    for p in &survivors {
+        kept += fs::metadata(p).unwrap().len();
+    }
+    // It deleted only what it had to: what survives fills the file system
+    // up to the floor, less about one segment.
+    let usable = fs0.avail - floor - SLACK;
+    assert!(
+        kept + 2 * SEGMENT >= usable,
+        "{}: kept {kept} of {usable} usable",
+        m.what
+    );
+    // Sessions: emptied ones are gone; the others list exactly what is
+    // left in them.
+    for dir in &sessions {
+        let left: Vec<String> = closed
+            .iter()
+            .filter(|p| p.parent() == Some(dir.as_path()) && p.exists())
+            .map(|p| file_name(p))
+            .collect();
+        if left.is_empty() {
+            assert!(!dir.exists(), "{} was not removed", dir.display());
+        } else {
+            assert_eq!(names_in_metadata(dir), left, "{}", dir.display());
+        }
+    }
+
+    // Protect everything left and keep recording: it pauses before the
+    // floor, deleting nothing, and resumes once space returns.
+    for p in &survivors {
+        fs::write(format!("{}.protected", p.display()), b"keep").unwrap();
+    }
+    let dir = sessions.last().unwrap().clone();
+    let mut w = SegWriter::open(&dir, SEGMENTS_PER_SESSION);
+    let active = w.active.clone();
+    let reason = loop {
+        let c = w.chunk(CHUNK);
+        match r.make_room(c.total_len(), &active).unwrap() {
+            Room::Proceed { deleted } => {
+                assert!(deleted.is_empty(), "deleted protected {deleted:?}");
+                w.write(&c);
+                check_floor("a chunk before the pause");
+            }
+            Room::Pause { reason, deleted } => {
+                assert!(deleted.is_empty());
+                break reason;
+            }
+        }
+    };
+    assert!(reason.contains("nothing left to delete"), "{reason}");
+    assert!(r.status().paused.is_some());
+    // Paused: asking again does not change the answer.
+    assert!(!r.make_room(CHUNK, &active).unwrap().is_proceed());
+    // The operator removes the protected clip: the next call sees the
+    // space (statvfs is sampled before any pause verdict) and proceeds.
+    fs::remove_file(&protected).unwrap();
+    fs::remove_file(format!("{}.protected", protected.display())).unwrap();
+    let c = w.chunk(CHUNK);
+    assert!(r.make_room(c.total_len(), &active).unwrap().is_proceed());
+    w.write(&c);
+    check_floor("a chunk after the pause");
+    drop(w);
+
+    let st = r.status();
+    println!(
+        "{}: fs {} MiB usable, floor {:.1} MiB, wrote {:.0} MiB ({:.1}x the usable size) in {} segments of {} sessions; \
+         deleted {} ({:.0} MiB); {} statvfs checks, least free {:.2} MiB above the floor; \
+         retention made {} statvfs calls and {} scans; {:?}",
+        m.what,
+        fs0.size / MIB,
+        floor as f64 / MIB as f64,
+        written as f64 / MIB as f64,
+        written as f64 / fs0.size as f64,
+        closed.len(),
+        sessions.len(),
+        st.deleted_segments,
+        st.deleted_bytes as f64 / MIB as f64,
+        checks,
+        (min_free - floor) as f64 / MIB as f64,
+        st.fs_samples,
+        st.scans,
+        t0.elapsed()
+    );
+    assert!(written >= target);
+    assert_eq!(st.deleted_segments as usize, deleted.len());
+}
+
+#[test]
+fn tmpfs_recording_of_three_times_its_size_stays_above_the_floor() {
+    match mount_tmpfs(64 * MIB) {
+        Ok(m) => record_three_times_the_file_system(&m, 64 * MIB),
+        Err(why) => println!("SKIPPED: cannot mount a tmpfs here: {why}"),
+    }
+}
+
+#[test]
+fn ext4_recording_of_three_times_its_size_stays_above_the_floor() {
+    match mount_ext4_image(64 * MIB) {
+        Ok(m) => record_three_times_the_file_system(&m, 64 * MIB),
+        Err(why) => println!("SKIPPED: cannot loop-mount an ext4 image here: {why}"),
+    }
+}
