@@ -79,6 +79,8 @@ pub struct RecorderOptions {
     pub library: String,
     /// When a segment is split.
     pub split: SplitPolicy,
+    /// Disk-space limits; None records until the disk is full.
+    pub retention: Option<crate::retention::RetentionPolicy>,
 }
 
 /// A segment is closed and the next one opened when any limit is reached.
@@ -145,6 +147,7 @@ impl RecorderOptions {
                 max_duration: cfg.segment.max_duration,
                 max_messages: cfg.segment.max_messages,
             },
+            retention: Some((&cfg.retention).into()),
         }
     }
 }
@@ -158,6 +161,8 @@ pub(crate) struct PipelineCounters {
     pub(crate) messages_written: AtomicU64,
     pub(crate) in_flight: AtomicUsize,
     pub(crate) fault: Mutex<Option<String>>,
+    /// Why recording is paused for space (retention), when it is.
+    pub(crate) disk_full: Mutex<Option<String>>,
     pub(crate) segment: Mutex<PathBuf>,
     pub(crate) stopping: AtomicBool,
 }
@@ -279,8 +284,16 @@ impl StatusHandle {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone();
+        let disk_full = self
+            .counters
+            .disk_full
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
         let state = if fault.is_some() {
             RecorderState::Fault
+        } else if disk_full.is_some() {
+            RecorderState::DiskFull
         } else if self.counters.stopping.load(Ordering::Relaxed) {
             RecorderState::Stopping
         } else {
@@ -440,10 +453,16 @@ impl Recorder {
             let budget = budget.clone();
             let shared = shared.clone();
             let split = opts.split;
+            let retention = opts.retention.map(|p| {
+                crate::retention::Retention::new(&opts.root, p).with_write_ahead(
+                    opts.storage.preallocate
+                        + (opts.storage.queue_depth * opts.storage.block_size) as u64,
+                )
+            });
             spawn("edgerec-seq", move || {
                 sequencer_loop(
                     session, segment, sealed_rx, recycle_tx, registry, counters, budget, shared,
-                    split,
+                    split, retention,
                 )
             })?
         };
@@ -841,6 +860,7 @@ fn closer_loop(
     session: Arc<Mutex<Session>>,
     registry: Arc<ChannelRegistry>,
     closed: Arc<Mutex<Vec<ClosedSegment>>>,
+    notify: mpsc::Sender<(PathBuf, u64)>,
 ) {
     for seg in rx {
         let path = seg.active_path().to_path_buf();
@@ -854,6 +874,7 @@ fn closer_loop(
         match r {
             Ok(c) => {
                 tracing::info!("closed {} ({} messages)", c.path.display(), c.messages);
+                let _ = notify.send((c.path.clone(), c.bytes));
                 closed.lock().unwrap_or_else(|p| p.into_inner()).push(c);
             }
             // The next segment is unaffected; this one stays `.active` for
@@ -874,7 +895,10 @@ fn sequencer_loop(
     budget: Arc<MemoryBudget>,
     shared: Arc<SinkShared>,
     split: SplitPolicy,
+    mut retention: Option<crate::retention::Retention>,
 ) -> Result<SequencerOutput, RecorderError> {
+    // Paused for space: the reason, and the chunk size to ask room for.
+    let mut space_pause: Option<u64> = None;
     let t0 = Instant::now();
     let mut bytes_per_second: Vec<u64> = Vec::new();
     let mut split_at_seconds: Vec<f64> = Vec::new();
@@ -897,12 +921,13 @@ fn sequencer_loop(
     let session = Arc::new(Mutex::new(session));
     let closed = Arc::new(Mutex::new(Vec::new()));
     let (close_tx, close_rx) = mpsc::channel::<Segment>();
+    let (closed_tx, closed_rx) = mpsc::channel::<(PathBuf, u64)>();
     let closer = {
         let session = session.clone();
         let registry = registry.clone();
         let closed = closed.clone();
         spawn("edgerec-close", move || {
-            closer_loop(close_rx, session, registry, closed)
+            closer_loop(close_rx, session, registry, closed, closed_tx)
         })?
     };
 
@@ -954,7 +979,16 @@ fn sequencer_loop(
                     }
                 }
             }
+            if let (Some(seg), None, Some(ret)) = (&segment, &failed, &mut retention) {
+                if space_pause.is_none() {
+                    let need = s.sealed.total_len();
+                    if !make_room(ret, need, seg.active_path(), &session, &counters, &shared) {
+                        space_pause = Some(need);
+                    }
+                }
+            }
             match (&mut segment, &failed) {
+                (Some(_), None) if space_pause.is_some() => count_lost(&registry, &s),
                 (Some(seg), None) => match write_sealed(seg, &s, &registry) {
                     Ok(()) => {
                         progress.wrote(&s.sealed);
@@ -995,6 +1029,16 @@ fn sequencer_loop(
         }
         if last_tick.elapsed() >= tick_every {
             last_tick = Instant::now();
+            if let Some(ret) = &mut retention {
+                while let Ok((path, bytes)) = closed_rx.try_recv() {
+                    ret.segment_closed(&path, bytes);
+                }
+                if let (Some(need), Some(seg), None) = (space_pause, &segment, &failed) {
+                    if make_room(ret, need, seg.active_path(), &session, &counters, &shared) {
+                        space_pause = None;
+                    }
+                }
+            }
             if let (Some(seg), None) = (&mut segment, &failed) {
                 if let Err(e) = seg.tick() {
                     fail(e, &mut failed);
@@ -1051,6 +1095,59 @@ fn sequencer_loop(
         bytes_per_second,
         split_at_seconds,
     })
+}
+
+/// Asks retention for room for `need` bytes. True: write. False: recording
+/// pauses softly (sources run, their messages are dropped and counted, the
+/// state is disk-full) until a later call finds room.
+fn make_room(
+    ret: &mut crate::retention::Retention,
+    need: u64,
+    active: &Path,
+    session: &Mutex<Session>,
+    counters: &PipelineCounters,
+    shared: &SinkShared,
+) -> bool {
+    use crate::retention::Room;
+    let (ok, deleted, reason) = match ret.make_room(need, active) {
+        Ok(Room::Proceed { deleted }) => (true, deleted, None),
+        Ok(Room::Pause { reason, deleted }) => (false, deleted, Some(reason)),
+        Err(e) => {
+            // Retention cannot see the disk; storage's own ENOSPC handling
+            // is the backstop, so keep recording.
+            tracing::warn!("retention: {e}");
+            (true, Vec::new(), None)
+        }
+    };
+    if !deleted.is_empty() {
+        let mut sess = session.lock().unwrap_or_else(|p| p.into_inner());
+        if deleted.iter().any(|p| p.parent() == Some(sess.dir())) {
+            sess.reload_metadata();
+        }
+    }
+    for p in &deleted {
+        tracing::info!("retention deleted {}", p.display());
+    }
+    let mut full = counters.disk_full.lock().unwrap_or_else(|p| p.into_inner());
+    match (ok, reason) {
+        (true, _) => {
+            if full.take().is_some() {
+                tracing::info!("space is back: recording resumes");
+                shared.paused.store(false, Ordering::Relaxed);
+            }
+        }
+        (false, reason) => {
+            if full.is_none() {
+                tracing::warn!(
+                    "disk full: recording paused, messages are dropped and counted ({})",
+                    reason.as_deref().unwrap_or("")
+                );
+            }
+            *full = reason;
+            shared.paused.store(true, Ordering::Relaxed);
+        }
+    }
+    ok
 }
 
 /// Opens the next segment, hands the current one to the closer, and

@@ -150,6 +150,15 @@ impl Session {
     pub fn name(&self) -> &str {
         &self.name
     }
+    /// Reloads the bag metadata from the closed segments on disk (after
+    /// retention deleted some of this session's).
+    pub fn reload_metadata(&mut self) {
+        match edgerec_format::info::rewrite_metadata(&self.dir) {
+            Ok(m) => self.bag = m,
+            Err(e) => tracing::warn!("{}: cannot rewrite metadata.yaml: {e}", self.dir.display()),
+        }
+    }
+
     /// The bag metadata as written last.
     pub fn metadata(&self) -> &BagMetadata {
         &self.bag

@@ -15,6 +15,9 @@ pub enum RecorderState {
     Stopped,
     /// Storage failed: sources run, their data is dropped and counted.
     Fault,
+    /// No space left within the retention limits and nothing deletable:
+    /// sources run, their data is dropped and counted; resumes by itself.
+    DiskFull,
 }
 
 impl RecorderState {
@@ -25,6 +28,7 @@ impl RecorderState {
             RecorderState::Stopping => "stopping",
             RecorderState::Stopped => "stopped",
             RecorderState::Fault => "fault",
+            RecorderState::DiskFull => "disk-full",
         }
     }
 }

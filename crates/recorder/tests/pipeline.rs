@@ -252,6 +252,7 @@ fn options(root: &Path) -> RecorderOptions {
         queue_capacity: 1024,
         library: "edgerec-recorder pipeline tests".into(),
         split: SplitPolicy::default(),
+        retention: None,
     }
 }
 
