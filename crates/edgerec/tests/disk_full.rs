@@ -56,21 +56,9 @@ fn free_bytes(p: &Path) -> u64 {
     st.f_bavail as u64 * st.f_frsize as u64
 }
 
-#[test]
-fn retention_keeps_the_floor_while_recording_three_times_the_disk() {
-    let d = tempfile::tempdir().unwrap();
-    let mnt = d.path().join("mnt");
-    let _mount = match mount_ext4(&d.path().join("fs.img"), &mnt) {
-        Ok(m) => m,
-        Err(e) => {
-            eprintln!("SKIP retention on a real file system: cannot loop-mount ext4 here: {e}");
-            return;
-        }
-    };
-    let root = mnt.join("rec");
-    let cfg = d.path().join("edgerec.toml");
+fn write_config(cfg: &Path, root: &Path) {
     std::fs::write(
-        &cfg,
+        cfg,
         format!(
             r#"
 [recording]
@@ -111,6 +99,22 @@ rate = 200
         ),
     )
     .unwrap();
+}
+
+#[test]
+fn retention_keeps_the_floor_while_recording_three_times_the_disk() {
+    let d = tempfile::tempdir().unwrap();
+    let mnt = d.path().join("mnt");
+    let _mount = match mount_ext4(&d.path().join("fs.img"), &mnt) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("SKIP retention on a real file system: cannot loop-mount ext4 here: {e}");
+            return;
+        }
+    };
+    let root = mnt.join("rec");
+    let cfg = d.path().join("edgerec.toml");
+    write_config(&cfg, &root);
     let report = d.path().join("report.json");
     let mut child = Command::new(BIN)
         .args(["run", "--config", cfg.to_str().unwrap(), "--duration", "5s"])
@@ -183,4 +187,72 @@ rate = 200
         !meta.contains("_0.mcap"),
         "a deleted segment is still listed"
     );
+}
+
+#[test]
+fn recording_pauses_when_nothing_can_be_deleted_and_resumes_when_space_returns() {
+    let d = tempfile::tempdir().unwrap();
+    let mnt = d.path().join("mnt");
+    let _mount = match mount_ext4(&d.path().join("fs.img"), &mnt) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("SKIP disk-full pause: cannot loop-mount ext4 here: {e}");
+            return;
+        }
+    };
+    // Something that is not a recording fills the disk: retention may not
+    // delete it, so recording must pause, not fail.
+    let filler = mnt.join("filler");
+    let free = free_bytes(&mnt);
+    std::fs::File::create(&filler)
+        .and_then(|f| {
+            use std::io::Write;
+            let mut f = std::io::BufWriter::new(f);
+            let block = vec![0x55u8; MIB as usize];
+            for _ in 0..(free - 16 * MIB) / MIB {
+                f.write_all(&block)?;
+            }
+            f.flush()?;
+            f.get_ref().sync_all()
+        })
+        .unwrap();
+    let root = mnt.join("rec");
+    let cfg = d.path().join("edgerec.toml");
+    write_config(&cfg, &root);
+    let report = d.path().join("report.json");
+    let mut child = Command::new(BIN)
+        .args(["run", "--config", cfg.to_str().unwrap(), "--duration", "5s"])
+        .args(["--report-json", report.to_str().unwrap()])
+        .env("EDGEREC_LOG", "warn")
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(2));
+    let lowest_while_full = free_bytes(&mnt);
+    std::fs::remove_file(&filler).unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "edgerec run failed: {status:?}");
+    let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    let drops = r["drops"].as_u64().unwrap();
+    let written = r["messages_written"].as_u64().unwrap();
+    eprintln!("paused with {lowest_while_full} B free: {drops} messages dropped, then {written} written after space returned");
+    assert!(
+        lowest_while_full >= FLOOR,
+        "the floor was crossed while full"
+    );
+    assert!(
+        drops > 100,
+        "nothing was dropped while the disk was full: {r}"
+    );
+    assert!(written > 100, "recording did not resume: {r}");
+    for c in r["channels"].as_array().unwrap() {
+        assert!(c["dropped"].as_u64().unwrap() > 0, "{c}");
+    }
+    let session = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.is_dir())
+        .unwrap();
+    for s in edgerec_format::info::segment_files(&session).unwrap() {
+        edgerec_testkit::mcap_readback(&s).unwrap_or_else(|e| panic!("{}: {e}", s.display()));
+    }
 }
