@@ -308,8 +308,14 @@ fn record(
     let handle = rec.status_handle();
     let report = rec.stop();
     let secs = started.elapsed().as_secs_f64();
-    let (status, segments, per_second, splits) = match report {
-        Ok(r) => (r.status, r.segments, r.bytes_per_second, r.split_at_seconds),
+    let (status, segments, per_second, splits, storage_errors) = match report {
+        Ok(r) => (
+            r.status,
+            r.segments,
+            r.bytes_per_second,
+            r.split_at_seconds,
+            r.storage_errors,
+        ),
         Err(e) => {
             let s = handle.snapshot();
             eprintln!("edgerec: storage failed: {e}");
@@ -347,8 +353,16 @@ fn record(
         let mut j = report_to_json(&status, secs, &segments);
         j["bytes_per_second"] = serde_json::json!(per_second);
         j["split_at_seconds"] = serde_json::json!(splits);
+        j["storage_errors"] = serde_json::json!(storage_errors);
         std::fs::write(p, serde_json::to_vec_pretty(&j)?)
             .with_context(|| format!("writing {}", p.display()))?;
+    }
+    if !storage_errors.is_empty() {
+        for e in &storage_errors {
+            eprintln!("edgerec: storage failed during the recording: {e}");
+        }
+        eprintln!("edgerec: each failed segment was closed at its last good chunk and recovered; recording went on in a new one");
+        return Ok(false);
     }
     Ok(true)
 }

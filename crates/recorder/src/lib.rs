@@ -46,8 +46,8 @@ pub enum RecorderError {
         /// The OS error.
         source: std::io::Error,
     },
-    /// The storage writer failed.
-    #[error("{path}: {source}")]
+    /// The storage writer failed (its message names the file).
+    #[error("{source}")]
     Storage {
         /// The segment file.
         path: PathBuf,

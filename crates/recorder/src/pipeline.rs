@@ -24,6 +24,7 @@
 //! counted: the storage block pool (queue_depth + 2 blocks).
 
 use std::cmp::Ordering as CmpOrdering;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, SyncSender, TryRecvError};
@@ -230,11 +231,15 @@ pub struct RecordingReport {
     pub bytes_per_second: Vec<u64>,
     /// Seconds since the start at which segments were split.
     pub split_at_seconds: Vec<f64>,
+    /// Storage failures during the recording (the segment was closed at
+    /// its last good chunk and recovered; recording went on in a new one).
+    pub storage_errors: Vec<String>,
 }
 
 /// What the sequencer thread returns.
 struct SequencerOutput {
     closed: Vec<ClosedSegment>,
+    storage_errors: Vec<String>,
     bytes_per_second: Vec<u64>,
     split_at_seconds: Vec<f64>,
 }
@@ -571,6 +576,7 @@ impl Recorder {
             Some(Err(_)) => return Err(RecorderError::Thread("sequencer panicked".into())),
             None => SequencerOutput {
                 closed: Vec::new(),
+                storage_errors: Vec::new(),
                 bytes_per_second: Vec::new(),
                 split_at_seconds: Vec::new(),
             },
@@ -586,6 +592,7 @@ impl Recorder {
             status,
             bytes_per_second: out.bytes_per_second,
             split_at_seconds: out.split_at_seconds,
+            storage_errors: out.storage_errors,
         })
     }
 }
@@ -855,15 +862,82 @@ impl SegmentProgress {
 /// Closes finished segments on their own thread, in order, so a split does
 /// not stall the writes of the next segment (closing means the summary, a
 /// final fdatasync, rename, directory fsync and metadata.yaml).
+/// Work for the closer thread.
+enum CloseJob {
+    /// Finish a healthy segment.
+    Finish(Box<Segment>),
+    /// Recover a segment that storage failed in (already closed at its last
+    /// good block): rebuild its summary so it is a valid closed file.
+    Recover(PathBuf),
+    /// The same for a segment whose close failed; the counts say what was
+    /// written into it (new messages, latched repeats) so what recovery
+    /// could not keep moves from `written` to `lost`.
+    RecoverCounted(PathBuf, BTreeMap<u16, u64>, BTreeMap<u16, u64>),
+}
+
 fn closer_loop(
-    rx: Receiver<Segment>,
+    rx: Receiver<CloseJob>,
     session: Arc<Mutex<Session>>,
     registry: Arc<ChannelRegistry>,
     closed: Arc<Mutex<Vec<ClosedSegment>>>,
     notify: mpsc::Sender<(PathBuf, u64)>,
+    errors: Arc<Mutex<Vec<String>>>,
+    counters: Arc<PipelineCounters>,
 ) {
-    for seg in rx {
+    let mut jobs: std::collections::VecDeque<CloseJob> = Default::default();
+    loop {
+        let job = match jobs.pop_front() {
+            Some(j) => j,
+            None => match rx.recv() {
+                Ok(j) => j,
+                Err(_) => break,
+            },
+        };
+        let seg = match job {
+            CloseJob::Finish(seg) => *seg,
+            CloseJob::Recover(..) | CloseJob::RecoverCounted(..) => {
+                let (path, counts) = match job {
+                    CloseJob::RecoverCounted(p, w, r) => (p, Some((w, r))),
+                    CloseJob::Recover(p) => (p, None),
+                    CloseJob::Finish(_) => continue,
+                };
+                match edgerec_format::recover::recover_file(&path) {
+                    Ok(r) => {
+                        if let Some((written, repeats)) = counts {
+                            correct_counts(&registry, &counters, &written, &repeats, &r);
+                        }
+                        tracing::warn!(
+                            "recovered {} after the storage failure: kept {} of {} bytes",
+                            path.display(),
+                            r.kept_bytes,
+                            r.original_bytes
+                        );
+                        let mut sess = session.lock().unwrap_or_else(|p| p.into_inner());
+                        sess.reload_metadata();
+                        if let Some(out) = r.output {
+                            let bytes = std::fs::metadata(&out).map(|m| m.len()).unwrap_or(0);
+                            let _ = notify.send((out.clone(), bytes));
+                            closed
+                                .lock()
+                                .unwrap_or_else(|p| p.into_inner())
+                                .push(ClosedSegment {
+                                    index: u32::MAX,
+                                    path: out,
+                                    messages: r.kept_messages.values().sum(),
+                                    bytes,
+                                    start_ns: 0,
+                                    end_ns: 0,
+                                });
+                        }
+                    }
+                    // Left `.active`: start-up recovery tries again.
+                    Err(e) => tracing::error!("recovering {} failed: {e}", path.display()),
+                }
+                continue;
+            }
+        };
         let path = seg.active_path().to_path_buf();
+        let (written, repeats) = seg.message_counts();
         let finished = seg.finish(&registry.all());
         let r = finished.and_then(|f| {
             session
@@ -877,9 +951,18 @@ fn closer_loop(
                 let _ = notify.send((c.path.clone(), c.bytes));
                 closed.lock().unwrap_or_else(|p| p.into_inner()).push(c);
             }
-            // The next segment is unaffected; this one stays `.active` for
-            // recovery, which start-up runs.
-            Err(e) => tracing::error!("closing {} failed: {e}", path.display()),
+            // The next segment is unaffected. A write that failed while
+            // closing left this one cut at its last good block: recover it.
+            Err(e) => {
+                tracing::error!("closing {} failed: {e}", path.display());
+                errors
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push(e.to_string());
+                if path.exists() {
+                    jobs.push_back(CloseJob::RecoverCounted(path, written, repeats));
+                }
+            }
         }
     }
 }
@@ -908,7 +991,9 @@ fn sequencer_loop(
     let mut segment = Some(segment);
     let mut progress = SegmentProgress::default();
     let mut latched_last: std::collections::BTreeMap<u16, LatchedMessage> = Default::default();
-    let mut failed: Option<RecorderError> = None;
+    // Storage failures so far, and when to try a new segment after one.
+    let mut storage_errors: Vec<String> = Vec::new();
+    let mut retry_at: Option<Instant> = None;
     let mut disconnected = false;
     // Chunks handed to storage but not yet known durable: (end offset,
     // messages per channel). If storage fails, the ones past the kept
@@ -920,23 +1005,56 @@ fn sequencer_loop(
 
     let session = Arc::new(Mutex::new(session));
     let closed = Arc::new(Mutex::new(Vec::new()));
-    let (close_tx, close_rx) = mpsc::channel::<Segment>();
+    let (close_tx, close_rx) = mpsc::channel::<CloseJob>();
     let (closed_tx, closed_rx) = mpsc::channel::<(PathBuf, u64)>();
+    let close_errors = Arc::new(Mutex::new(Vec::new()));
     let closer = {
         let session = session.clone();
         let registry = registry.clone();
         let closed = closed.clone();
+        let errors = close_errors.clone();
+        let counters = counters.clone();
         spawn("edgerec-close", move || {
-            closer_loop(close_rx, session, registry, closed, closed_tx)
+            closer_loop(
+                close_rx, session, registry, closed, closed_tx, errors, counters,
+            )
         })?
     };
 
-    let fail = |e: RecorderError, failed: &mut Option<RecorderError>| {
-        tracing::error!("recording stopped writing: {e}");
+    // A storage failure: close the segment at its last good block, have it
+    // recovered into a valid file, pause (sources run, their messages are
+    // dropped and counted) and try a new segment a second later.
+    let fail = |e: RecorderError,
+                segment: &mut Option<Segment>,
+                unsynced: &mut std::collections::VecDeque<(u64, Vec<(u16, u64)>)>,
+                storage_errors: &mut Vec<String>,
+                retry_at: &mut Option<Instant>| {
+        tracing::error!("storage failed: {e}; the segment is closed at its last good chunk");
         *counters.fault.lock().unwrap_or_else(|p| p.into_inner()) = Some(e.to_string());
-        // Sources keep running; their messages are dropped and counted.
         shared.paused.store(true, Ordering::Relaxed);
-        *failed = Some(e);
+        storage_errors.push(e.to_string());
+        *retry_at = Some(Instant::now() + RETRY_AFTER_FAILURE);
+        if let Some(seg) = segment.take() {
+            let path = seg.active_path().to_path_buf();
+            let report = seg.abandon();
+            let kept = report
+                .as_ref()
+                .map(|r| r.truncated_after_error.unwrap_or(r.logical_len))
+                .unwrap_or(0);
+            for (_, counts) in unsynced.iter().filter(|(end, _)| *end > kept) {
+                for &(ch, n) in counts {
+                    if let Some(c) = registry.get(crate::ChannelId(ch)) {
+                        c.counters.written.fetch_sub(n, Ordering::Relaxed);
+                        c.counters.lost.fetch_add(n, Ordering::Relaxed);
+                    }
+                    counters.messages_written.fetch_sub(n, Ordering::Relaxed);
+                }
+            }
+            unsynced.clear();
+            if close_tx.send(CloseJob::Recover(path)).is_err() {
+                tracing::error!("segment closer is gone; recovery waits for the next start");
+            }
+        }
     };
 
     while !(disconnected && heap.is_empty()) {
@@ -958,7 +1076,7 @@ fn sequencer_loop(
         while heap.peek().is_some_and(|s| s.no == next) {
             let Some(s) = heap.pop() else { break };
             next += 1;
-            if failed.is_none() {
+            {
                 if let Some(seg) = &mut segment {
                     if progress.should_split(&split, seg.position(), &s.sealed) {
                         match rotate(
@@ -974,12 +1092,18 @@ fn sequencer_loop(
                                 unsynced.clear();
                                 split_at_seconds.push(t0.elapsed().as_secs_f64());
                             }
-                            Err(e) => fail(e, &mut failed),
+                            Err(e) => fail(
+                                e,
+                                &mut segment,
+                                &mut unsynced,
+                                &mut storage_errors,
+                                &mut retry_at,
+                            ),
                         }
                     }
                 }
             }
-            if let (Some(seg), None, Some(ret)) = (&segment, &failed, &mut retention) {
+            if let (Some(seg), Some(ret)) = (&segment, &mut retention) {
                 if space_pause.is_none() {
                     let need = s.sealed.total_len();
                     if !make_room(ret, need, seg.active_path(), &session, &counters, &shared) {
@@ -987,9 +1111,9 @@ fn sequencer_loop(
                     }
                 }
             }
-            match (&mut segment, &failed) {
-                (Some(_), None) if space_pause.is_some() => count_lost(&registry, &s),
-                (Some(seg), None) => match write_sealed(seg, &s, &registry) {
+            match &mut segment {
+                Some(_) if space_pause.is_some() => count_lost(&registry, &s),
+                Some(seg) => match write_sealed(seg, &s, &registry) {
                     Ok(()) => {
                         progress.wrote(&s.sealed);
                         for m in &s.latched {
@@ -1016,10 +1140,16 @@ fn sequencer_loop(
                     }
                     Err(e) => {
                         count_lost(&registry, &s);
-                        fail(e, &mut failed);
+                        fail(
+                            e,
+                            &mut segment,
+                            &mut unsynced,
+                            &mut storage_errors,
+                            &mut retry_at,
+                        );
                     }
                 },
-                _ => count_lost(&registry, &s),
+                None => count_lost(&registry, &s),
             }
             budget.release(s.charge);
             counters.in_flight.fetch_sub(1, Ordering::AcqRel);
@@ -1033,68 +1163,167 @@ fn sequencer_loop(
                 while let Ok((path, bytes)) = closed_rx.try_recv() {
                     ret.segment_closed(&path, bytes);
                 }
-                if let (Some(need), Some(seg), None) = (space_pause, &segment, &failed) {
+                if let (Some(need), Some(seg)) = (space_pause, &segment) {
                     if make_room(ret, need, seg.active_path(), &session, &counters, &shared) {
                         space_pause = None;
                     }
                 }
             }
-            if let (Some(seg), None) = (&mut segment, &failed) {
-                if let Err(e) = seg.tick() {
-                    fail(e, &mut failed);
-                } else {
-                    let durable = seg.durable();
+            if segment.is_none() && retry_at.is_some_and(|t| Instant::now() >= t) {
+                match reopen(&session, &registry, &latched_last, &mut retention) {
+                    Ok((seg, p)) => {
+                        tracing::info!(
+                            "recording resumes in {} after the storage failure",
+                            seg.active_path().display()
+                        );
+                        *counters.segment.lock().unwrap_or_else(|p| p.into_inner()) =
+                            seg.active_path().to_path_buf();
+                        segment = Some(seg);
+                        progress = p;
+                        retry_at = None;
+                        *counters.fault.lock().unwrap_or_else(|p| p.into_inner()) = None;
+                        if space_pause.is_none() {
+                            shared.paused.store(false, Ordering::Relaxed);
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!("cannot open a new segment yet: {e}");
+                        retry_at = Some(Instant::now() + RETRY_AFTER_FAILURE);
+                    }
+                }
+            }
+            let ticked = segment
+                .as_mut()
+                .map(|seg| seg.tick().map(|_| seg.durable()));
+            match ticked {
+                Some(Err(e)) => fail(
+                    e,
+                    &mut segment,
+                    &mut unsynced,
+                    &mut storage_errors,
+                    &mut retry_at,
+                ),
+                Some(Ok(durable)) => {
                     counters.durable_bytes.store(durable, Ordering::Relaxed);
                     while unsynced.front().is_some_and(|(end, _)| *end <= durable) {
                         unsynced.pop_front();
                     }
                 }
+                None => {}
             }
         }
     }
-    // Earlier segments first: their closes are queued in order.
+    // The last segment goes through the closer too, after the earlier
+    // ones, so closes (and recoveries) stay in order.
+    if let Some(seg) = segment.take() {
+        let _ = close_tx.send(CloseJob::Finish(Box::new(seg)));
+    }
     drop(close_tx);
     if closer.join().is_err() {
         tracing::error!("the segment closer thread panicked");
     }
-    let mut closed_list = std::mem::take(&mut *closed.lock().unwrap_or_else(|p| p.into_inner()));
-    if let Some(seg) = segment.take() {
-        if let Some(e) = failed {
-            let path = seg.active_path().to_path_buf();
-            let report = seg.abandon();
-            let kept = report
-                .as_ref()
-                .map(|r| r.truncated_after_error.unwrap_or(r.logical_len))
-                .unwrap_or(0);
-            for (_, counts) in unsynced.iter().filter(|(end, _)| *end > kept) {
-                for &(ch, n) in counts {
-                    if let Some(c) = registry.get(crate::ChannelId(ch)) {
-                        c.counters.written.fetch_sub(n, Ordering::Relaxed);
-                        c.counters.lost.fetch_add(n, Ordering::Relaxed);
-                    }
-                    counters.messages_written.fetch_sub(n, Ordering::Relaxed);
-                }
-            }
-            tracing::error!(
-                "segment {} closed at its last good block ({:?}); run `edgerec recover` on it",
-                path.display(),
-                report.map(|r| r.logical_len)
-            );
-            return Err(e);
-        }
-        let c = session
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .close_segment(seg, &registry.all())?;
+    let closed_list = std::mem::take(&mut *closed.lock().unwrap_or_else(|p| p.into_inner()));
+    storage_errors.append(&mut close_errors.lock().unwrap_or_else(|p| p.into_inner()));
+    if let Some(c) = closed_list.last() {
         counters.durable_bytes.store(c.bytes, Ordering::Relaxed);
         *counters.segment.lock().unwrap_or_else(|p| p.into_inner()) = c.path.clone();
-        closed_list.push(c);
     }
     Ok(SequencerOutput {
         closed: closed_list,
+        storage_errors,
         bytes_per_second,
         split_at_seconds,
     })
+}
+
+/// Moves what recovery could not keep of a segment from `written` to
+/// `lost`.
+fn correct_counts(
+    registry: &ChannelRegistry,
+    counters: &PipelineCounters,
+    written: &BTreeMap<u16, u64>,
+    repeats: &BTreeMap<u16, u64>,
+    r: &edgerec_format::recover::RecoveryReport,
+) {
+    for (&ch, &n) in written {
+        let Some(c) = registry.get(crate::ChannelId(ch)) else {
+            continue;
+        };
+        let kept = r.kept_messages.get(&c.spec.topic).copied().unwrap_or(0);
+        let kept_new = kept.saturating_sub(repeats.get(&ch).copied().unwrap_or(0));
+        let gone = n.saturating_sub(kept_new);
+        if gone > 0 {
+            c.counters.written.fetch_sub(gone, Ordering::Relaxed);
+            c.counters.lost.fetch_add(gone, Ordering::Relaxed);
+            counters.messages_written.fetch_sub(gone, Ordering::Relaxed);
+        }
+    }
+}
+
+/// How long recording waits after a storage failure before it tries a new
+/// segment.
+const RETRY_AFTER_FAILURE: Duration = Duration::from_secs(1);
+
+/// After a storage failure: a new segment (when retention finds room),
+/// opened with the latched channels' last messages.
+fn reopen(
+    session: &Mutex<Session>,
+    registry: &ChannelRegistry,
+    latched: &std::collections::BTreeMap<u16, LatchedMessage>,
+    retention: &mut Option<crate::retention::Retention>,
+) -> Result<(Segment, SegmentProgress), RecorderError> {
+    let dir = session
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .dir()
+        .to_path_buf();
+    if let Some(ret) = retention {
+        match ret.make_room(4 << 20, &dir) {
+            Ok(crate::retention::Room::Pause { reason, .. }) => {
+                return Err(RecorderError::Options(format!("no room yet: {reason}")))
+            }
+            Ok(crate::retention::Room::Proceed { deleted }) if !deleted.is_empty() => session
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .reload_metadata(),
+            Ok(_) => {}
+            Err(e) => tracing::warn!("retention: {e}"),
+        }
+    }
+    let mut seg = session
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .open_segment(&registry.all())?;
+    let mut progress = SegmentProgress::default();
+    write_latched(&mut seg, latched, &mut progress)?;
+    Ok((seg, progress))
+}
+
+fn write_latched(
+    seg: &mut Segment,
+    latched: &std::collections::BTreeMap<u16, LatchedMessage>,
+    progress: &mut SegmentProgress,
+) -> Result<(), RecorderError> {
+    if latched.is_empty() {
+        return Ok(());
+    }
+    let size: usize = latched.values().map(|m| m.payload.len() + 64).sum();
+    let mut b = ChunkBuilder::new(size);
+    for m in latched.values() {
+        b.push(
+            m.channel,
+            m.sequence,
+            m.log_time,
+            m.publish_time,
+            &m.payload,
+        );
+    }
+    let mut plain = ChunkCompressor::new(Compression::None)
+        .map_err(|e| RecorderError::Options(format!("latched chunk: {e}")))?;
+    let sealed = b.take().seal(&mut plain);
+    seg.write_repeats(&sealed)?;
+    progress.wrote(&sealed);
+    Ok(())
 }
 
 /// Asks retention for room for `need` bytes. True: write. False: recording
@@ -1157,7 +1386,7 @@ fn rotate(
     session: &Mutex<Session>,
     registry: &ChannelRegistry,
     latched: &std::collections::BTreeMap<u16, LatchedMessage>,
-    close_tx: &mpsc::Sender<Segment>,
+    close_tx: &mpsc::Sender<CloseJob>,
     counters: &PipelineCounters,
 ) -> Result<SegmentProgress, RecorderError> {
     let all = registry.all();
@@ -1166,32 +1395,12 @@ fn rotate(
         .unwrap_or_else(|p| p.into_inner())
         .open_segment(&all)?;
     let old = std::mem::replace(seg, fresh);
-    if close_tx.send(old).is_err() {
+    if close_tx.send(CloseJob::Finish(Box::new(old))).is_err() {
         tracing::error!("segment closer is gone; the previous segment stays .active");
     }
     *counters.segment.lock().unwrap_or_else(|p| p.into_inner()) = seg.active_path().to_path_buf();
     let mut progress = SegmentProgress::default();
-    if !latched.is_empty() {
-        let size: usize = latched.values().map(|m| m.payload.len() + 64).sum();
-        let mut b = ChunkBuilder::new(size);
-        for m in latched.values() {
-            b.push(
-                m.channel,
-                m.sequence,
-                m.log_time,
-                m.publish_time,
-                &m.payload,
-            );
-        }
-        let mut plain = ChunkCompressor::new(Compression::None)
-            .map_err(|e| RecorderError::Options(format!("latched chunk: {e}")))?;
-        let sealed = b.take().seal(&mut plain);
-        seg.write_chunk(&sealed)?;
-        progress.wrote(&sealed);
-        counters
-            .bytes_written
-            .fetch_add(sealed.total_len(), Ordering::Relaxed);
-    }
+    write_latched(seg, latched, &mut progress)?;
     Ok(progress)
 }
 

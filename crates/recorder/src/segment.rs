@@ -191,6 +191,8 @@ impl Session {
             active_path,
             mcap,
             drops_at_open: BTreeMap::new(),
+            written: BTreeMap::new(),
+            repeats: BTreeMap::new(),
         };
         for c in channels {
             seg.add_channel(c)?;
@@ -303,6 +305,10 @@ pub struct Segment {
     active_path: PathBuf,
     mcap: McapWriter<StorageSink>,
     drops_at_open: BTreeMap<u16, u64>,
+    /// Messages per channel written into this segment (latched repeats
+    /// apart), to correct the counters if closing it fails.
+    written: BTreeMap<u16, u64>,
+    repeats: BTreeMap<u16, u64>,
 }
 
 impl Segment {
@@ -347,7 +353,29 @@ impl Segment {
         self.mcap
             .write_chunk(c)
             .map(|_| ())
-            .map_err(|e| fmt_err(&path, e))
+            .map_err(|e| fmt_err(&path, e))?;
+        for &(ch, n) in &c.channel_counts {
+            *self.written.entry(ch).or_insert(0) += n;
+        }
+        Ok(())
+    }
+
+    /// Appends a chunk of latched repeats (not new messages).
+    pub fn write_repeats(&mut self, c: &SealedChunk) -> Result<(), RecorderError> {
+        let path = self.active_path.clone();
+        self.mcap
+            .write_chunk(c)
+            .map(|_| ())
+            .map_err(|e| fmt_err(&path, e))?;
+        for &(ch, n) in &c.channel_counts {
+            *self.repeats.entry(ch).or_insert(0) += n;
+        }
+        Ok(())
+    }
+
+    /// New messages per channel in this segment, and latched repeats.
+    pub fn message_counts(&self) -> (BTreeMap<u16, u64>, BTreeMap<u16, u64>) {
+        (self.written.clone(), self.repeats.clone())
     }
 
     /// Lets the storage writer start its periodic sync.
@@ -400,6 +428,7 @@ impl Segment {
             file_name,
             drops_at_open,
             index,
+            ..
         } = self;
         let mut drops = BTreeMap::new();
         for c in channels {

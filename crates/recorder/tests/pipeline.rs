@@ -18,8 +18,7 @@ use std::time::{Duration, Instant};
 use edgerec_config::{Rate, SyntheticChannel, SyntheticKind};
 use edgerec_format::bag::MetadataVersion;
 use edgerec_format::chunk::Compression;
-use edgerec_format::reader::{check_file, decompress_chunk, read_summary};
-use edgerec_format::records::{self, op, RecordIter, MAGIC};
+use edgerec_format::reader::{check_file, read_summary};
 use edgerec_recorder::pipeline::{SplitPolicy, MAX_CHUNKS_IN_FLIGHT};
 use edgerec_recorder::source::Dropped;
 use edgerec_recorder::synthetic::SyntheticSource;
@@ -598,91 +597,57 @@ fn storage_failure(errno: i32, is_kind: fn(&ErrorKind) -> bool, texts: &[&str]) 
     assert_eq!(c.accepted, after.ok);
     assert!(c.dropped >= after.paused, "{c:?} vs {after:?}");
 
-    let handle = rec.status_handle();
-    let err = rec.stop().expect_err("stop after a storage failure");
-    let text = err.to_string();
-    match &err {
-        RecorderError::Storage { path, source } => {
-            assert_eq!(path, &active);
-            assert!(is_kind(source.kind()), "kind {:?}", source.kind());
-            assert_eq!(source.offset(), Some(2 * BLOCK as u64), "{text}");
-        }
-        other => panic!("stop returned {other:?}, not a storage error"),
-    }
+    let report = rec.stop().expect("stop after a storage failure");
+    assert_eq!(
+        report.storage_errors.len(),
+        1,
+        "{:?}",
+        report.storage_errors
+    );
+    let text = &report.storage_errors[0];
     assert!(texts.iter().any(|t| text.contains(t)), "{text}");
     assert!(text.contains(&name), "{text}");
+    let _ = is_kind;
 
-    // The segment stays `.active`, cut at the last good block.
-    let mut names: Vec<String> = std::fs::read_dir(active.parent().unwrap())
+    // The failed segment was closed at its last good block and recovered
+    // into a valid closed file holding exactly what `written` says.
+    let closed = active.with_extension("");
+    let names: Vec<String> = std::fs::read_dir(active.parent().unwrap())
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    names.sort();
-    assert!(names.contains(&name), "{names:?}");
-    let closed = name.trim_end_matches(".active");
-    assert!(!names.iter().any(|n| n == closed), "{names:?}");
-    let bytes = std::fs::read(&active).unwrap();
-    assert_eq!(
-        bytes.len() % BLOCK,
-        0,
-        "length {} not whole blocks",
-        bytes.len()
+    assert!(
+        !names
+            .iter()
+            .any(|n| n.ends_with(".active") || n.ends_with(".recovering")),
+        "{names:?}"
     );
+    assert!(closed.exists(), "{} missing: {names:?}", closed.display());
+    edgerec_format::reader::check_file(&closed).expect("recovered file checks");
+    let rb = mcap_readback(&closed).expect("recovered file reads back");
+    assert!(rb.metadata.contains_key("edgerec.recovered"));
+    let c = report.status.channels[0].clone();
     assert_eq!(
-        bytes.len(),
-        2 * BLOCK,
-        "not cut right before the failed block"
+        rb.messages.len() as u64,
+        c.written,
+        "status after stop: {c:?}"
     );
-    assert_eq!(&bytes[..8], MAGIC);
-
-    // Intact up to the cut: a Header, schema and channel, then chunks whose
-    // CRCs hold and whose messages are the source's, in order; only the
-    // last record may be cut short.
-    let mut recs = RecordIter::new(&bytes[8..], 8);
-    let header = recs.next().expect("a record").expect("a whole header");
-    assert_eq!(header.opcode, op::HEADER);
-    let mut cur = records::Cursor::new(header.body);
-    assert_eq!(cur.str("profile").unwrap(), "ros2");
-    assert_eq!(cur.str("library").unwrap(), o.library);
-    let (mut chunks, mut next_idx) = (0, 0u64);
-    for r in recs {
-        let r = match r {
-            Ok(r) => r,
-            // Only the record the cut went through, and it ends the file.
-            Err(t) => {
-                assert_eq!(t.offset + t.available, bytes.len() as u64);
-                continue;
-            }
-        };
-        match r.opcode {
-            op::SCHEMA => assert_eq!(records::parse_schema(r.body).unwrap().name, COUNTED_TYPE),
-            op::CHANNEL => assert_eq!(records::parse_channel(r.body).unwrap().topic, "/steady"),
-            op::CHUNK => {
-                let chunk = records::parse_chunk(r.body).unwrap();
-                let raw = decompress_chunk(&chunk, r.offset).expect("chunk CRC");
-                for m in RecordIter::new(&raw, 0) {
-                    let m = m.expect("whole records inside a chunk");
-                    assert_eq!(m.opcode, op::MESSAGE);
-                    let msg = records::parse_message(m.body).unwrap();
-                    assert_eq!(msg.sequence as u64, next_idx);
-                    assert_eq!(decode(msg.data, LEN), (1, next_idx));
-                    next_idx += 1;
-                }
-                chunks += 1;
-            }
-            op::MESSAGE_INDEX => {}
-            other => panic!("unexpected opcode {other:#x} at {}", r.offset),
-        }
-    }
-    assert!(chunks >= 2, "only {chunks} intact chunks in 2 blocks");
-    // After stop, `written` is exactly what the kept file holds in whole
-    // chunks; the rest of what was accepted is counted lost.
-    let c = handle.snapshot().channels[0].clone();
-    assert_eq!(c.written, next_idx, "status after stop: {c:?}");
     assert_eq!(c.accepted, c.written + c.lost, "{c:?}");
+    for (i, m) in rb.messages.iter().enumerate() {
+        assert_eq!(m.sequence as usize, i);
+        assert_eq!(decode(&m.data, LEN), (1, i as u64));
+    }
+    assert!(
+        rb.chunk_count >= 2,
+        "only {} intact chunks in 2 blocks",
+        rb.chunk_count
+    );
     eprintln!(
-        "errno {errno}: {chunks} intact chunks, {next_idx} messages on disk; status written {} lost {}",
-        c.written, c.lost
+        "errno {errno}: {} intact chunks, {} messages kept; written {} lost {}",
+        rb.chunk_count,
+        rb.messages.len(),
+        c.written,
+        c.lost
     );
 }
 
@@ -1011,5 +976,65 @@ fn sessions_get_unique_names_and_closed_segments_are_complete() {
             assert_eq!(in_file[topic].len() as u64, n, "{name} {topic}: messages");
         }
         assert_eq!(topics.len(), plan.len(), "{yaml}");
+    }
+}
+
+#[test]
+fn recording_goes_on_in_a_new_segment_after_a_storage_failure() {
+    const BLOCK: usize = 64 * KIB;
+    const LEN: usize = KIB;
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = options(dir.path());
+    o.storage = WriterOptions {
+        block_size: BLOCK,
+        queue_depth: 4,
+        sync_interval: Duration::from_secs(3600),
+        preallocate: 0,
+        // Every file fails at its third block: the recorder must close and
+        // recover each one, then go on in the next.
+        faults: Faults {
+            fail_write: Some((3, libc::ENOSPC)),
+            ..Faults::default()
+        },
+        ..WriterOptions::default()
+    };
+    o.compression = Compression::None;
+    o.chunk_size = 16 * KIB;
+    o.chunk_max_age = Duration::from_millis(20);
+    let src = CountingSource::new(1, "/steady", LEN).every(Duration::from_millis(1));
+    let rec = Recorder::start(o, boxed(vec![src]), Arc::new(SystemClock)).expect("start");
+    let session = rec.session_dir().to_path_buf();
+    std::thread::sleep(Duration::from_millis(2600));
+    let report = rec.stop().expect("stop");
+    assert!(
+        report.storage_errors.len() >= 2,
+        "expected a failure in at least two segments: {:?}",
+        report.storage_errors
+    );
+    let segs = edgerec_format::info::segment_files(&session).unwrap();
+    assert!(segs.len() >= 3, "{segs:?}");
+    let mut seqs = Vec::new();
+    for s in &segs {
+        assert!(
+            s.extension().is_some_and(|e| e == "mcap"),
+            "{}",
+            s.display()
+        );
+        let rb = mcap_readback(s).unwrap_or_else(|e| panic!("{}: {e}", s.display()));
+        seqs.extend(rb.messages.iter().map(|m| m.sequence));
+    }
+    // Nothing written twice or out of order; gaps only where counted lost.
+    assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{seqs:?}");
+    let c = report.status.channels[0].clone();
+    assert_eq!(seqs.len() as u64, c.written, "{c:?}");
+    assert_eq!(c.accepted, c.written + c.lost, "{c:?}");
+    // Gaps inside the range are lost messages (those lost after the last
+    // kept one are not inside it).
+    let missing = u64::from(*seqs.last().unwrap()) + 1 - seqs.len() as u64;
+    assert!(missing <= c.lost, "{missing} missing, {c:?}");
+    let meta = std::fs::read_to_string(session.join("metadata.yaml")).unwrap();
+    for s in &segs {
+        let n = s.file_name().unwrap().to_string_lossy().into_owned();
+        assert!(meta.contains(&n), "{n} not in metadata.yaml");
     }
 }
