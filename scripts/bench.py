@@ -87,8 +87,8 @@ compression = "none"
         r = json.loads(rep.read_text())
     shutil.rmtree(Path(d) / "rec")
     settle()
-    seg = r["segments"][0]
-    span = (seg["end_ns"] - seg["start_ns"]) / 1e9
+    segs = [x for x in r["segments"] if x["messages"] > 0 and x["end_ns"] > 0]
+    span = (max(x["end_ns"] for x in segs) - min(x["start_ns"] for x in segs)) / 1e9 if segs else 0
     return {
         "mb_s": r["bytes_written"] / r["seconds"] / 1e6,
         "cpu_s_per_gb": r["cpu_seconds"] / (r["bytes_written"] / 1e9),
