@@ -170,8 +170,12 @@ def main():
         res["fio_nofalloc"].append({"mb_s": fio(d, secs, fio_size, "none")})
         res["edgerec"].append(edgerec(d, secs, IMAGE))
         res["naive"].append(naive(d, secs, "image", MIB))
-        res["small"].append(edgerec(d, secs, SMALL.format(rate=1_000_000)))
-        res["small_max"].append(edgerec(d, secs, SMALL.format(rate='"max"')))
+        # A 1 MHz source needs a queue that covers a scheduling stall of the
+        # chunker at its rate: 262144 slots = 262 ms (the default 16384 is
+        # 16 ms, and 2 loaded cores showed stalls of 30-80 ms).
+        big_queue = "[pipeline]\nqueue_capacity = 262144"
+        res["small"].append(edgerec(d, secs, SMALL.format(rate=1_000_000), big_queue))
+        res["small_max"].append(edgerec(d, secs, SMALL.format(rate='"max"'), big_queue))
         res["naive_small"].append(naive(d, secs, "string", 256))
         # Segments of 2 GiB (1 GiB in short mode) split about once a second
         # or two at this disk's speed: a few splits per run.

@@ -885,12 +885,24 @@ fn closer_loop(
     counters: Arc<PipelineCounters>,
 ) {
     let mut jobs: std::collections::VecDeque<CloseJob> = Default::default();
+    // Recoveries that failed (a full disk has no room for the recovered
+    // copy): tried again with the next job and once more at the end.
+    let mut retry: Vec<CloseJob> = Vec::new();
+    let mut last_round = false;
     loop {
         let job = match jobs.pop_front() {
             Some(j) => j,
+            None if last_round => break,
             None => match rx.recv() {
-                Ok(j) => j,
-                Err(_) => break,
+                Ok(j) => {
+                    jobs.extend(retry.drain(..));
+                    j
+                }
+                Err(_) => {
+                    last_round = true;
+                    jobs.extend(retry.drain(..));
+                    continue;
+                }
             },
         };
         let seg = match job {
@@ -901,7 +913,23 @@ fn closer_loop(
                     CloseJob::Recover(p) => (p, None),
                     CloseJob::Finish(_) => continue,
                 };
+                if !path.exists() {
+                    continue;
+                }
                 match edgerec_format::recover::recover_file(&path) {
+                    // Not even a whole header reached the disk (the failure
+                    // hit the first write): the file holds no data at all.
+                    Ok(r)
+                        if r.outcome == edgerec_format::recover::Outcome::NothingRecoverable
+                            && r.original_bytes < 1 << 20 =>
+                    {
+                        tracing::warn!(
+                            "removing {}: the storage failure came before any data ({} bytes)",
+                            path.display(),
+                            r.original_bytes
+                        );
+                        let _ = std::fs::remove_file(&path);
+                    }
                     Ok(r) => {
                         if let Some((written, repeats)) = counts {
                             correct_counts(&registry, &counters, &written, &repeats, &r);
@@ -930,8 +958,17 @@ fn closer_loop(
                                 });
                         }
                     }
-                    // Left `.active`: start-up recovery tries again.
-                    Err(e) => tracing::error!("recovering {} failed: {e}", path.display()),
+                    // Kept `.active`; tried again later, and by start-up
+                    // recovery if it still fails.
+                    Err(e) => {
+                        tracing::warn!("recovering {} failed (will retry): {e}", path.display());
+                        if !last_round {
+                            retry.push(match counts {
+                                Some((w, r)) => CloseJob::RecoverCounted(path, w, r),
+                                None => CloseJob::Recover(path),
+                            });
+                        }
+                    }
                 }
                 continue;
             }
