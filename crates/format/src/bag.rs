@@ -108,6 +108,44 @@ impl BagMetadata {
         self.files.iter().map(|f| f.message_count).sum()
     }
 
+    /// Appends a closed file from its summary: the file entry, and its
+    /// per-channel counts added to the topics (new topics take type and QoS
+    /// from the file's schemas and channels).
+    pub fn add_file(
+        &mut self,
+        path: String,
+        st: &crate::records::Statistics,
+        channels: &std::collections::BTreeMap<u16, crate::records::Channel>,
+        schemas: &std::collections::BTreeMap<u16, crate::records::Schema>,
+    ) {
+        self.files.push(FileInfo {
+            path,
+            starting_time_ns: st.message_start_time,
+            duration_ns: st.message_end_time.saturating_sub(st.message_start_time),
+            message_count: st.message_count,
+        });
+        for (id, ch) in channels {
+            let n = st.channel_message_counts.get(id).copied().unwrap_or(0);
+            match self.topics.iter_mut().find(|t| t.name == ch.topic) {
+                Some(t) => t.message_count += n,
+                None => self.topics.push(TopicInfo {
+                    name: ch.topic.clone(),
+                    type_name: schemas
+                        .get(&ch.schema_id)
+                        .map(|s| s.name.clone())
+                        .unwrap_or_default(),
+                    serialization_format: ch.message_encoding.clone(),
+                    offered_qos_profiles: ch
+                        .metadata
+                        .get("offered_qos_profiles")
+                        .cloned()
+                        .unwrap_or_default(),
+                    message_count: n,
+                }),
+            }
+        }
+    }
+
     /// The YAML text.
     pub fn to_yaml(&self) -> String {
         let v9 = self.version == MetadataVersion::Jazzy;

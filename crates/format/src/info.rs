@@ -184,21 +184,24 @@ pub fn human_bytes(n: u64) -> String {
     }
 }
 
+/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian
+/// (Howard Hinnant's algorithm).
+pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
 fn fmt_time(ns: u64) -> String {
     let secs = ns / 1_000_000_000;
     let days = (secs / 86_400) as i64;
-    let (y, m, d) = {
-        // civil from days
-        let z = days + 719_468;
-        let era = z.div_euclid(146_097);
-        let doe = z.rem_euclid(146_097);
-        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-        let mp = (5 * doy + 2) / 153;
-        let d = doy - (153 * mp + 2) / 5 + 1;
-        let m = if mp < 10 { mp + 3 } else { mp - 9 };
-        (yoe + era * 400 + i64::from(m <= 2), m, d)
-    };
+    let (y, m, d) = civil_from_days(days);
     let s = secs % 86_400;
     format!(
         "{y:04}-{m:02}-{d:02} {:02}:{:02}:{:02}.{:09} UTC ({}.{:09})",
@@ -325,7 +328,7 @@ pub fn check(path: &Path) -> Result<Vec<FileCheck>, FormatError> {
 /// in `dir` (after a segment was deleted or recovered), keeping the
 /// version the existing file has (Humble when there is none).
 pub fn rewrite_metadata(dir: &Path) -> Result<crate::bag::BagMetadata, FormatError> {
-    use crate::bag::{BagMetadata, FileInfo, MetadataVersion, TopicInfo};
+    use crate::bag::{BagMetadata, MetadataVersion};
     let version = match std::fs::read_to_string(dir.join("metadata.yaml")) {
         Ok(text) if text.lines().any(|l| l.trim() == "version: 9") => MetadataVersion::Jazzy,
         _ => MetadataVersion::Humble,
@@ -345,33 +348,7 @@ pub fn rewrite_metadata(dir: &Path) -> Result<crate::bag::BagMetadata, FormatErr
             .and_then(|n| n.to_str())
             .unwrap_or_default()
             .to_string();
-        meta.files.push(FileInfo {
-            path: name,
-            starting_time_ns: st.message_start_time,
-            duration_ns: st.message_end_time.saturating_sub(st.message_start_time),
-            message_count: st.message_count,
-        });
-        for (id, ch) in &s.channels {
-            let n = st.channel_message_counts.get(id).copied().unwrap_or(0);
-            match meta.topics.iter_mut().find(|t| t.name == ch.topic) {
-                Some(t) => t.message_count += n,
-                None => meta.topics.push(TopicInfo {
-                    name: ch.topic.clone(),
-                    type_name: s
-                        .schemas
-                        .get(&ch.schema_id)
-                        .map(|x| x.name.clone())
-                        .unwrap_or_default(),
-                    serialization_format: ch.message_encoding.clone(),
-                    offered_qos_profiles: ch
-                        .metadata
-                        .get("offered_qos_profiles")
-                        .cloned()
-                        .unwrap_or_default(),
-                    message_count: n,
-                }),
-            }
-        }
+        meta.add_file(name, st, &s.channels, &s.schemas);
     }
     meta.write_atomic(dir)?;
     Ok(meta)

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use edgerec_format::bag::{self, BagMetadata, FileInfo, MetadataVersion, TopicInfo};
+use edgerec_format::bag::{self, BagMetadata, MetadataVersion};
 use edgerec_format::chunk::SealedChunk;
 use edgerec_format::records::{Channel, Schema};
 use edgerec_format::writer::{McapWriter, PROFILE_ROS2};
@@ -40,14 +40,6 @@ impl io::Write for StorageSink {
     }
 }
 
-/// The storage error inside a format error, if that is what it was.
-pub fn storage_error(e: &FormatError) -> Option<&StorageError> {
-    match e {
-        FormatError::Io(io) => io.get_ref().and_then(|x| x.downcast_ref::<StorageError>()),
-        _ => None,
-    }
-}
-
 /// A recording session: one bag directory.
 #[derive(Debug)]
 pub struct Session {
@@ -59,24 +51,10 @@ pub struct Session {
     library: String,
 }
 
-/// Days since 1970-01-01 to (year, month, day), proleptic Gregorian.
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
-}
-
 /// `YYYYmmddTHHMMSSZ` for ns since the epoch (UTC).
 pub fn utc_stamp(ns: u64) -> String {
     let secs = (ns / 1_000_000_000) as i64;
-    let (y, mo, d) = civil_from_days(secs.div_euclid(86_400));
+    let (y, mo, d) = edgerec_format::info::civil_from_days(secs.div_euclid(86_400));
     let s = secs.rem_euclid(86_400);
     format!(
         "{y:04}{mo:02}{d:02}T{:02}{:02}{:02}Z",
@@ -200,18 +178,6 @@ impl Session {
         Ok(seg)
     }
 
-    /// Finishes `seg` and records it in `metadata.yaml`. On a storage error
-    /// the file is closed at its last good block and left `.active` for
-    /// `edgerec recover`.
-    pub fn close_segment(
-        &mut self,
-        seg: Segment,
-        channels: &[Arc<RegisteredChannel>],
-    ) -> Result<ClosedSegment, RecorderError> {
-        let finished = seg.finish(channels)?;
-        self.add_closed(finished)
-    }
-
     /// Records a segment finished by [`Segment::finish`] (possibly on
     /// another thread) in `metadata.yaml`, rewritten atomically.
     pub fn add_closed(&mut self, f: FinishedSegment) -> Result<ClosedSegment, RecorderError> {
@@ -220,34 +186,12 @@ impl Session {
             file_name,
             summary,
         } = f;
-        let st = &summary.statistics;
-        self.bag.files.push(FileInfo {
-            path: file_name,
-            starting_time_ns: st.message_start_time,
-            duration_ns: st.message_end_time.saturating_sub(st.message_start_time),
-            message_count: st.message_count,
-        });
-        for (id, ch) in &summary.channels {
-            let n = st.channel_message_counts.get(id).copied().unwrap_or(0);
-            match self.bag.topics.iter_mut().find(|t| t.name == ch.topic) {
-                Some(t) => t.message_count += n,
-                None => self.bag.topics.push(TopicInfo {
-                    name: ch.topic.clone(),
-                    type_name: summary
-                        .schemas
-                        .get(&ch.schema_id)
-                        .map(|s| s.name.clone())
-                        .unwrap_or_default(),
-                    serialization_format: ch.message_encoding.clone(),
-                    offered_qos_profiles: ch
-                        .metadata
-                        .get("offered_qos_profiles")
-                        .cloned()
-                        .unwrap_or_default(),
-                    message_count: n,
-                }),
-            }
-        }
+        self.bag.add_file(
+            file_name,
+            &summary.statistics,
+            &summary.channels,
+            &summary.schemas,
+        );
         self.bag
             .write_atomic(&self.dir)
             .map_err(|e| RecorderError::Path {
@@ -276,6 +220,7 @@ fn set_read_only(p: &Path) {
 }
 
 fn fmt_err(path: &Path, e: FormatError) -> RecorderError {
+    // The storage error travels inside the io::Error of StorageSink.
     match e {
         FormatError::Io(io) if io.get_ref().is_some_and(|x| x.is::<StorageError>()) => {
             match io.into_inner().map(|b| b.downcast::<StorageError>()) {
