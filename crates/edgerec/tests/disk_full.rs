@@ -4,7 +4,7 @@
 //! and every segment left is valid. Skips, saying why, where mounting is
 //! refused.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -13,48 +13,7 @@ const MIB: u64 = 1 << 20;
 const FS_MIB: u64 = 96;
 const FLOOR: u64 = 8 * MIB;
 
-struct Mount {
-    dir: PathBuf,
-}
-
-impl Drop for Mount {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.dir).status();
-    }
-}
-
-fn mount_ext4(img: &Path, dir: &Path) -> Result<Mount, String> {
-    let run = |cmd: &mut Command| -> Result<(), String> {
-        let o = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
-        if o.status.success() {
-            Ok(())
-        } else {
-            Err(format!(
-                "{cmd:?}: {}",
-                String::from_utf8_lossy(&o.stderr).trim()
-            ))
-        }
-    };
-    std::fs::File::create(img)
-        .and_then(|f| f.set_len(FS_MIB * MIB))
-        .map_err(|e| e.to_string())?;
-    run(Command::new("mkfs.ext4")
-        .args(["-q", "-F", "-b", "4096"])
-        .arg(img))?;
-    std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
-    run(Command::new("mount").args(["-o", "loop"]).arg(img).arg(dir))?;
-    Ok(Mount {
-        dir: dir.to_path_buf(),
-    })
-}
-
-fn free_bytes(p: &Path) -> u64 {
-    let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
-    // SAFETY: statvfs fills the zeroed struct we own from a valid C string.
-    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-    assert_eq!(unsafe { libc::statvfs(c.as_ptr(), &mut st) }, 0);
-    st.f_bavail as u64 * st.f_frsize as u64
-}
+use edgerec_testkit::free_bytes;
 
 fn write_config(cfg: &Path, root: &Path) {
     std::fs::write(
@@ -105,7 +64,7 @@ rate = 200
 fn retention_keeps_the_floor_while_recording_three_times_the_disk() {
     let d = tempfile::tempdir().unwrap();
     let mnt = d.path().join("mnt");
-    let _mount = match mount_ext4(&d.path().join("fs.img"), &mnt) {
+    let _mount = match edgerec_testkit::LoopExt4::mount(&d.path().join("fs.img"), &mnt, FS_MIB) {
         Ok(m) => m,
         Err(e) => {
             eprintln!("SKIP retention on a real file system: cannot loop-mount ext4 here: {e}");
@@ -193,7 +152,7 @@ fn retention_keeps_the_floor_while_recording_three_times_the_disk() {
 fn recording_pauses_when_nothing_can_be_deleted_and_resumes_when_space_returns() {
     let d = tempfile::tempdir().unwrap();
     let mnt = d.path().join("mnt");
-    let _mount = match mount_ext4(&d.path().join("fs.img"), &mnt) {
+    let _mount = match edgerec_testkit::LoopExt4::mount(&d.path().join("fs.img"), &mnt, FS_MIB) {
         Ok(m) => m,
         Err(e) => {
             eprintln!("SKIP disk-full pause: cannot loop-mount ext4 here: {e}");

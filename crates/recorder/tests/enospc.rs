@@ -8,8 +8,6 @@
 //! On a loop-mounted ext4 image; skips, saying why, where mounting is
 //! refused.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,42 +21,11 @@ use edgerec_storage::WriterOptions;
 
 const MIB: u64 = 1 << 20;
 
-struct Mount(PathBuf);
-
-impl Drop for Mount {
-    fn drop(&mut self) {
-        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
-    }
-}
-
-fn mount_ext4(img: &Path, dir: &Path, mib: u64) -> Result<Mount, String> {
-    let run = |cmd: &mut Command| -> Result<(), String> {
-        let o = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
-        if o.status.success() {
-            Ok(())
-        } else {
-            Err(format!(
-                "{cmd:?}: {}",
-                String::from_utf8_lossy(&o.stderr).trim()
-            ))
-        }
-    };
-    std::fs::File::create(img)
-        .and_then(|f| f.set_len(mib * MIB))
-        .map_err(|e| e.to_string())?;
-    run(Command::new("mkfs.ext4")
-        .args(["-q", "-F", "-b", "4096"])
-        .arg(img))?;
-    std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
-    run(Command::new("mount").args(["-o", "loop"]).arg(img).arg(dir))?;
-    Ok(Mount(dir.to_path_buf()))
-}
-
 #[test]
 fn a_real_enospc_closes_the_segment_at_its_last_good_chunk_and_recording_goes_on() {
     let d = tempfile::tempdir().unwrap();
     let mnt = d.path().join("mnt");
-    let _mount = match mount_ext4(&d.path().join("fs.img"), &mnt, 96) {
+    let _mount = match edgerec_testkit::LoopExt4::mount(&d.path().join("fs.img"), &mnt, 96) {
         Ok(m) => m,
         Err(e) => {
             eprintln!("SKIP real ENOSPC in the pipeline: cannot loop-mount ext4 here: {e}");
@@ -66,13 +33,7 @@ fn a_real_enospc_closes_the_segment_at_its_last_good_chunk_and_recording_goes_on
         }
     };
     let filler = mnt.join("filler");
-    let free = |p: &Path| {
-        let c = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).unwrap();
-        // SAFETY: statvfs fills the zeroed struct we own from a valid C string.
-        let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
-        assert_eq!(unsafe { libc::statvfs(c.as_ptr(), &mut st) }, 0);
-        st.f_bavail as u64 * st.f_frsize as u64
-    };
+    let free = edgerec_testkit::free_bytes;
 
     let opts = RecorderOptions {
         root: mnt.join("rec"),

@@ -140,3 +140,65 @@ pub fn python() -> Option<PathBuf> {
 pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
+
+/// A loop-mounted ext4 image of a given size, unmounted (lazily) on drop,
+/// for tests that need a real small file system (ENOSPC, retention).
+#[derive(Debug)]
+pub struct LoopExt4 {
+    dir: PathBuf,
+}
+
+impl LoopExt4 {
+    /// Makes `img` (`mib` MiB, 4 KiB blocks) and mounts it on `dir`. Err
+    /// says why when this machine refuses (no root, no loop devices):
+    /// callers print it and skip.
+    pub fn mount(img: &Path, dir: &Path, mib: u64) -> Result<LoopExt4, String> {
+        use std::process::Command;
+        let run = |cmd: &mut Command| -> Result<(), String> {
+            let o = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
+            if o.status.success() {
+                Ok(())
+            } else {
+                Err(format!(
+                    "{cmd:?}: {}",
+                    String::from_utf8_lossy(&o.stderr).trim()
+                ))
+            }
+        };
+        std::fs::File::create(img)
+            .and_then(|f| f.set_len(mib << 20))
+            .map_err(|e| e.to_string())?;
+        run(Command::new("mkfs.ext4")
+            .args(["-q", "-F", "-b", "4096"])
+            .arg(img))?;
+        std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+        run(Command::new("mount").args(["-o", "loop"]).arg(img).arg(dir))?;
+        Ok(LoopExt4 {
+            dir: dir.to_path_buf(),
+        })
+    }
+}
+
+impl Drop for LoopExt4 {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg("-l")
+            .arg(&self.dir)
+            .status();
+    }
+}
+
+/// Bytes an unprivileged writer may still use on the file system of `p`
+/// (statvfs f_bavail x f_frsize).
+pub fn free_bytes(p: &Path) -> u64 {
+    let Ok(c) = std::ffi::CString::new(p.as_os_str().as_encoded_bytes()) else {
+        return 0;
+    };
+    // SAFETY: statvfs fills the zeroed struct we own from a valid C string.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; the pointers are valid for the call.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return 0;
+    }
+    st.f_bavail as u64 * st.f_frsize as u64
+}
