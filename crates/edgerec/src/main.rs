@@ -15,7 +15,7 @@ use clap::{Parser, Subcommand};
 use edgerec_config::Config;
 use edgerec_format::{info, recover};
 use edgerec_recorder::synthetic::SyntheticSource;
-use edgerec_recorder::{Recorder, RecorderOptions, RecorderStatus, SystemClock};
+use edgerec_recorder::{Recorder, RecorderOptions, RecorderStatus, SystemClock, THROUGHPUT_BIN};
 
 /// sysexits EX_CONFIG: the configuration is wrong; nothing was created.
 const EXIT_CONFIG: u8 = 78;
@@ -308,11 +308,11 @@ fn record(
     let handle = rec.status_handle();
     let report = rec.stop();
     let secs = started.elapsed().as_secs_f64();
-    let (status, segments, per_second, splits, storage_errors) = match report {
+    let (status, segments, per_bin, splits, storage_errors) = match report {
         Ok(r) => (
             r.status,
             r.segments,
-            r.bytes_per_second,
+            r.bytes_per_bin,
             r.split_at_seconds,
             r.storage_errors,
         ),
@@ -351,6 +351,13 @@ fn record(
     );
     if let Some(p) = report_json {
         let mut j = report_to_json(&status, secs, &segments);
+        let bins_per_second = (1000 / THROUGHPUT_BIN.as_millis()).max(1) as usize;
+        let per_second: Vec<u64> = per_bin
+            .chunks(bins_per_second)
+            .map(|c| c.iter().sum())
+            .collect();
+        j["throughput_bin_ms"] = serde_json::json!(THROUGHPUT_BIN.as_millis() as u64);
+        j["bytes_per_bin"] = serde_json::json!(per_bin);
         j["bytes_per_second"] = serde_json::json!(per_second);
         j["split_at_seconds"] = serde_json::json!(splits);
         j["storage_errors"] = serde_json::json!(storage_errors);

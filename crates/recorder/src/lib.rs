@@ -29,7 +29,7 @@ pub mod synthetic;
 
 pub use clock::{RecordingClock, SystemClock};
 pub use envelope::{ChannelId, Envelope};
-pub use pipeline::{Recorder, RecorderOptions, RecordingReport, StatusHandle};
+pub use pipeline::{Recorder, RecorderOptions, RecordingReport, StatusHandle, THROUGHPUT_BIN};
 pub use source::{ChannelSpec, Source, SourceError, SourceSink, StopFlag};
 pub use status::{ChannelStatus, RecorderState, RecorderStatus};
 

@@ -53,6 +53,10 @@ use crate::RecorderError;
 /// during a 70 ms stall and a 1 MHz source overflow its queue.)
 pub const MAX_CHUNKS_IN_FLIGHT: usize = 64;
 
+/// Width of the bins of [`RecordingReport::bytes_per_bin`]: fine enough
+/// to place a split inside a second and compare it with its neighbours.
+pub const THROUGHPUT_BIN: Duration = Duration::from_millis(100);
+
 /// Everything the pipeline needs to know, in its own terms.
 #[derive(Debug, Clone)]
 pub struct RecorderOptions {
@@ -226,9 +230,9 @@ pub struct RecordingReport {
     pub segments: Vec<ClosedSegment>,
     /// The final status.
     pub status: RecorderStatus,
-    /// Bytes handed to storage in each second since the start (the last
-    /// one partial): how a split shows in the throughput.
-    pub bytes_per_second: Vec<u64>,
+    /// Bytes handed to storage in each [`THROUGHPUT_BIN`] since the start
+    /// (the last one partial): how a split shows in the throughput.
+    pub bytes_per_bin: Vec<u64>,
     /// Seconds since the start at which segments were split.
     pub split_at_seconds: Vec<f64>,
     /// Storage failures during the recording (the segment was closed at
@@ -240,7 +244,7 @@ pub struct RecordingReport {
 struct SequencerOutput {
     closed: Vec<ClosedSegment>,
     storage_errors: Vec<String>,
-    bytes_per_second: Vec<u64>,
+    bytes_per_bin: Vec<u64>,
     split_at_seconds: Vec<f64>,
 }
 
@@ -577,7 +581,7 @@ impl Recorder {
             None => SequencerOutput {
                 closed: Vec::new(),
                 storage_errors: Vec::new(),
-                bytes_per_second: Vec::new(),
+                bytes_per_bin: Vec::new(),
                 split_at_seconds: Vec::new(),
             },
         };
@@ -590,7 +594,7 @@ impl Recorder {
             session_dir: self.session_dir.clone(),
             segments: out.closed,
             status,
-            bytes_per_second: out.bytes_per_second,
+            bytes_per_bin: out.bytes_per_bin,
             split_at_seconds: out.split_at_seconds,
             storage_errors: out.storage_errors,
         })
@@ -1020,7 +1024,7 @@ fn sequencer_loop(
     // Paused for space: the reason, and the chunk size to ask room for.
     let mut space_pause: Option<u64> = None;
     let t0 = Instant::now();
-    let mut bytes_per_second: Vec<u64> = Vec::new();
+    let mut bytes_per_bin: Vec<u64> = Vec::new();
     let mut split_at_seconds: Vec<f64> = Vec::new();
     let mut heap: heapless::BinaryHeap<Sealed, heapless::binary_heap::Min, MAX_CHUNKS_IN_FLIGHT> =
         heapless::BinaryHeap::new();
@@ -1171,11 +1175,11 @@ fn sequencer_loop(
                         counters
                             .bytes_written
                             .fetch_add(s.sealed.total_len(), Ordering::Relaxed);
-                        let sec = t0.elapsed().as_secs() as usize;
-                        if bytes_per_second.len() <= sec {
-                            bytes_per_second.resize(sec + 1, 0);
+                        let bin = (t0.elapsed().as_nanos() / THROUGHPUT_BIN.as_nanos()) as usize;
+                        if bytes_per_bin.len() <= bin {
+                            bytes_per_bin.resize(bin + 1, 0);
                         }
-                        bytes_per_second[sec] += s.sealed.total_len();
+                        bytes_per_bin[bin] += s.sealed.total_len();
                     }
                     Err(e) => {
                         count_lost(&registry, &s);
@@ -1270,7 +1274,7 @@ fn sequencer_loop(
     Ok(SequencerOutput {
         closed: closed_list,
         storage_errors,
-        bytes_per_second,
+        bytes_per_bin,
         split_at_seconds,
     })
 }
