@@ -26,7 +26,193 @@ pub struct Config {
     pub segment: SegmentConfig,
     /// `[retention]`: how much of the disk recordings may use.
     pub retention: RetentionConfig,
+    /// `[clock]`: the recording clock and how its quality is judged.
+    pub clock: ClockConfig,
+    /// `[health]`: watchdog, fault file, status socket and what the
+    /// recording carries about the recorder itself.
+    pub health: HealthConfig,
+    /// `[metrics]`: where GPU, thermal, CPU and disk figures are read.
+    pub metrics: MetricsConfig,
+    /// `[leds]`: which LEDs show which health state.
+    pub leds: LedsConfig,
 }
+
+/// `[clock]`: where log times come from and when the clock counts as
+/// locked. Recording never waits for the clock; data recorded while it is
+/// not locked is flagged in the recording.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ClockConfig {
+    /// Clock that stamps log times. Default realtime.
+    pub source: ClockSourceKind,
+    /// PTP hardware clock: a device path (`/dev/ptp0`) or a network
+    /// interface name (`eth0`). Required when `source` is `phc`; with the
+    /// other sources it is monitored (PHC-to-system offset). Empty = none.
+    pub phc: String,
+    /// ptp4l's management socket (`uds_address`); empty = do not query
+    /// ptp4l. Default `/var/run/ptp4l`.
+    pub ptp4l_socket: PathBuf,
+    /// PTP domain of the ptp4l instance. Default 0.
+    pub domain: u8,
+    /// How often the clock's state is read; 100 ms to 60 s. Default 1 s.
+    pub poll_interval: Duration,
+    /// Largest |offset| that counts as locked; 1 ns to 1 s. Default 1 us.
+    pub lock_threshold: Duration,
+    /// How long the offset must stay below the threshold before the clock
+    /// counts as locked; 0 to 1 h. Default 10 s.
+    pub lock_time: Duration,
+    /// How long after the grandmaster is lost the clock is in holdover
+    /// before it counts as unlocked; 0 to 24 h. Default 60 s.
+    pub holdover_max: Duration,
+}
+
+impl Default for ClockConfig {
+    fn default() -> Self {
+        ClockConfig {
+            source: ClockSourceKind::Realtime,
+            phc: String::new(),
+            ptp4l_socket: PathBuf::from("/var/run/ptp4l"),
+            domain: 0,
+            poll_interval: Duration::from_secs(1),
+            lock_threshold: Duration::from_micros(1),
+            lock_time: Duration::from_secs(10),
+            holdover_max: Duration::from_secs(60),
+        }
+    }
+}
+
+/// The recording clock; TOML `"realtime"`, `"tai"` or `"phc"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ClockSourceKind {
+    /// CLOCK_REALTIME, which phc2sys disciplines on the appliance.
+    #[default]
+    Realtime,
+    /// CLOCK_TAI: realtime plus the kernel's TAI offset.
+    Tai,
+    /// The PTP hardware clock named by `clock.phc`, read directly.
+    Phc,
+}
+
+impl ClockSourceKind {
+    /// Every source, in the order the TOML spellings are listed.
+    pub const ALL: [ClockSourceKind; 3] = [
+        ClockSourceKind::Realtime,
+        ClockSourceKind::Tai,
+        ClockSourceKind::Phc,
+    ];
+
+    /// The TOML spelling.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ClockSourceKind::Realtime => "realtime",
+            ClockSourceKind::Tai => "tai",
+            ClockSourceKind::Phc => "phc",
+        }
+    }
+}
+
+/// `[health]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HealthConfig {
+    /// Hardware watchdog device; empty = none. Default `/dev/watchdog0`.
+    pub watchdog: PathBuf,
+    /// Watchdog timeout set by ioctl; 1 s to 10 min. Default 10 s.
+    pub watchdog_timeout: Duration,
+    /// How long a stage (storage, a source, the clock monitor, the control
+    /// loop) may go without progress before it counts as stalled and the
+    /// watchdogs stop being fed; 100 ms to 10 min, below the timeout.
+    /// Default 5 s.
+    pub stage_deadline: Duration,
+    /// Where the stalled stage is written before the reset comes. Default
+    /// `/data/edgerec/last-fault.json`.
+    pub fault_file: PathBuf,
+    /// Unix socket serving the status snapshot (`edgerec status`); empty =
+    /// none. Default `/run/edgerec/status.sock`.
+    pub status_socket: PathBuf,
+    /// Write the status snapshot into the recording as `/edgerec/status`
+    /// (std_msgs/String, JSON) at 1 Hz. Default true.
+    pub record_status: bool,
+    /// Write the clock's quality into the recording as `/edgerec/clock` at
+    /// the clock's poll interval. Default true.
+    pub record_clock: bool,
+    /// Prometheus text endpoint (`127.0.0.1:9464`); empty = off (default).
+    pub prometheus: String,
+    /// Free space, in percent of the file system, below which the health
+    /// is degraded ("disk low"); 0 to 90. Default 10.
+    pub disk_low_percent: u8,
+    /// Drops within this window make the health degraded; 1 s to 1 h.
+    /// Default 10 s.
+    pub drops_window: Duration,
+}
+
+impl Default for HealthConfig {
+    fn default() -> Self {
+        HealthConfig {
+            watchdog: PathBuf::from("/dev/watchdog0"),
+            watchdog_timeout: Duration::from_secs(10),
+            stage_deadline: Duration::from_secs(5),
+            fault_file: PathBuf::from("/data/edgerec/last-fault.json"),
+            status_socket: PathBuf::from("/run/edgerec/status.sock"),
+            record_status: true,
+            record_clock: true,
+            prometheus: String::new(),
+            disk_low_percent: 10,
+            drops_window: Duration::from_secs(10),
+        }
+    }
+}
+
+/// `[metrics]`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MetricsConfig {
+    /// Ask NVML (libnvidia-ml.so.1) first; the Tegra sysfs answers where it
+    /// does not. Default true.
+    pub nvml: bool,
+    /// Root of sysfs; tests point it at a fixture tree. Default `/sys`.
+    pub sys_root: PathBuf,
+    /// Root of procfs. Default `/proc`.
+    pub proc_root: PathBuf,
+}
+
+impl Default for MetricsConfig {
+    fn default() -> Self {
+        MetricsConfig {
+            nvml: true,
+            sys_root: PathBuf::from("/sys"),
+            proc_root: PathBuf::from("/proc"),
+        }
+    }
+}
+
+/// `[leds]`: for each health state, the LEDs to set and how.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LedsConfig {
+    /// The LED class directory. Default `/sys/class/leds`.
+    pub sysfs_root: PathBuf,
+    /// `[leds.states]`: state name -> [(LED name, pattern)], in file
+    /// order. Patterns: "off", "on", "blink", "blink-fast",
+    /// "blink:ON_MS/OFF_MS". Empty by default: the board's configuration
+    /// names its LEDs.
+    pub states: Vec<(String, Vec<(String, String)>)>,
+}
+
+impl Default for LedsConfig {
+    fn default() -> Self {
+        LedsConfig {
+            sysfs_root: PathBuf::from("/sys/class/leds"),
+            states: Vec::new(),
+        }
+    }
+}
+
+/// Health state names `[leds.states]` accepts.
+pub const HEALTH_STATES: [&str; 6] = [
+    "booting",
+    "idle",
+    "recording",
+    "degraded",
+    "fault",
+    "disk-full",
+];
 
 /// `[segment]`: a segment is split when any limit is reached.
 #[derive(Debug, Clone, PartialEq)]
@@ -425,4 +611,18 @@ pub(crate) mod limits {
     pub const SEGMENT_DURATION: (Duration, Duration) =
         (Duration::from_secs(1), Duration::from_secs(24 * 3600));
     pub const MIN_FREE_PERCENT: (i64, i64) = (0, 50);
+    pub const POLL_INTERVAL: (Duration, Duration) =
+        (Duration::from_millis(100), Duration::from_secs(60));
+    pub const LOCK_THRESHOLD: (Duration, Duration) =
+        (Duration::from_nanos(1), Duration::from_secs(1));
+    pub const LOCK_TIME: (Duration, Duration) = (Duration::ZERO, Duration::from_secs(3600));
+    pub const HOLDOVER_MAX: (Duration, Duration) = (Duration::ZERO, Duration::from_secs(24 * 3600));
+    pub const WATCHDOG_TIMEOUT: (Duration, Duration) =
+        (Duration::from_secs(1), Duration::from_secs(600));
+    pub const STAGE_DEADLINE: (Duration, Duration) =
+        (Duration::from_millis(100), Duration::from_secs(600));
+    pub const DISK_LOW_PERCENT: (i64, i64) = (0, 90);
+    pub const DROPS_WINDOW: (Duration, Duration) =
+        (Duration::from_secs(1), Duration::from_secs(3600));
+    pub const LED_DELAY_MS: (u64, u64) = (1, 60_000);
 }

@@ -13,9 +13,10 @@ use crate::config::limits;
 use crate::error::line_column;
 use crate::units::{parse_duration, parse_size, Size, Time, UnitError};
 use crate::{
-    Compression, Config, ConfigError, McapConfig, PipelineConfig, Rate, RecordingConfig,
-    RetentionConfig, RosDistro, SegmentConfig, SourcesConfig, StorageBackend, StorageConfig,
-    SyntheticChannel, SyntheticKind,
+    ClockConfig, ClockSourceKind, Compression, Config, ConfigError, HealthConfig, LedsConfig,
+    McapConfig, MetricsConfig, PipelineConfig, Rate, RecordingConfig, RetentionConfig, RosDistro,
+    SegmentConfig, SourcesConfig, StorageBackend, StorageConfig, SyntheticChannel, SyntheticKind,
+    HEALTH_STATES,
 };
 
 type Result<T> = std::result::Result<T, ConfigError>;
@@ -28,7 +29,35 @@ const ROOT_KEYS: &[&str] = &[
     "sources",
     "segment",
     "retention",
+    "clock",
+    "health",
+    "metrics",
+    "leds",
 ];
+const CLOCK_KEYS: &[&str] = &[
+    "source",
+    "phc",
+    "ptp4l_socket",
+    "domain",
+    "poll_interval",
+    "lock_threshold",
+    "lock_time",
+    "holdover_max",
+];
+const HEALTH_KEYS: &[&str] = &[
+    "watchdog",
+    "watchdog_timeout",
+    "stage_deadline",
+    "fault_file",
+    "status_socket",
+    "record_status",
+    "record_clock",
+    "prometheus",
+    "disk_low_percent",
+    "drops_window",
+];
+const METRICS_KEYS: &[&str] = &["nvml", "sys_root", "proc_root"];
+const LEDS_KEYS: &[&str] = &["sysfs_root", "states"];
 const SEGMENT_KEYS: &[&str] = &["max_bytes", "max_duration", "max_messages"];
 const RETENTION_KEYS: &[&str] = &["max_total_bytes", "min_free_bytes", "min_free_percent"];
 const RECORDING_KEYS: &[&str] = &["root", "session_prefix", "ros_distro"];
@@ -67,6 +96,10 @@ const TABLES: &[(&str, &[&str])] = &[
     ("[[sources.synthetic]]", SYNTHETIC_KEYS),
     ("[segment]", SEGMENT_KEYS),
     ("[retention]", RETENTION_KEYS),
+    ("[clock]", CLOCK_KEYS),
+    ("[health]", HEALTH_KEYS),
+    ("[metrics]", METRICS_KEYS),
+    ("[leds]", LEDS_KEYS),
 ];
 
 pub(crate) fn parse(text: &str, origin: &Path) -> Result<Config> {
@@ -115,6 +148,22 @@ pub(crate) fn parse(text: &str, origin: &Path) -> Result<Config> {
         Some(table) => retention(&cx, &table)?,
         None => RetentionConfig::default(),
     };
+    let clock = match root.table(&cx, "clock")? {
+        Some(table) => clock(&cx, &table)?,
+        None => ClockConfig::default(),
+    };
+    let health = match root.table(&cx, "health")? {
+        Some(table) => health(&cx, &table)?,
+        None => HealthConfig::default(),
+    };
+    let metrics = match root.table(&cx, "metrics")? {
+        Some(table) => metrics(&cx, &table)?,
+        None => MetricsConfig::default(),
+    };
+    let leds = match root.table(&cx, "leds")? {
+        Some(table) => leds(&cx, &table)?,
+        None => LedsConfig::default(),
+    };
     Ok(Config {
         recording,
         storage,
@@ -123,7 +172,252 @@ pub(crate) fn parse(text: &str, origin: &Path) -> Result<Config> {
         sources,
         segment,
         retention,
+        clock,
+        health,
+        metrics,
+        leds,
     })
+}
+
+fn clock(cx: &Cx, table: &Table) -> Result<ClockConfig> {
+    table.check_keys(cx, CLOCK_KEYS)?;
+    let mut config = ClockConfig::default();
+    let mut source_field = None;
+    if let Some(field) = table.field("source") {
+        config.source = cx.choice(&field, &ClockSourceKind::ALL, ClockSourceKind::as_str)?;
+        source_field = Some(field);
+    }
+    if let Some(field) = table.field("phc") {
+        config.phc = cx.string(&field)?.to_owned();
+    }
+    if let Some(field) = table.field("ptp4l_socket") {
+        config.ptp4l_socket = PathBuf::from(cx.string(&field)?);
+    }
+    if let Some(field) = table.field("domain") {
+        config.domain = cx.integer_in(&field, (0, 255))? as u8;
+    }
+    if let Some(field) = table.field("poll_interval") {
+        config.poll_interval = cx.duration_in(&field, limits::POLL_INTERVAL)?;
+    }
+    if let Some(field) = table.field("lock_threshold") {
+        config.lock_threshold = cx.duration_in(&field, limits::LOCK_THRESHOLD)?;
+    }
+    if let Some(field) = table.field("lock_time") {
+        config.lock_time = cx.duration_in(&field, limits::LOCK_TIME)?;
+    }
+    if let Some(field) = table.field("holdover_max") {
+        config.holdover_max = cx.duration_in(&field, limits::HOLDOVER_MAX)?;
+    }
+    if let Some(field) = source_field {
+        if config.source == ClockSourceKind::Phc && config.phc.is_empty() {
+            return Err(cx.at(
+                &field,
+                "source \"phc\" needs the PTP hardware clock",
+                Some(
+                    "set clock.phc to a device (\"/dev/ptp0\") or a network interface \
+                     (\"eth0\"); `ethtool -T <interface>` shows its PHC index"
+                        .to_owned(),
+                ),
+            ));
+        }
+    }
+    Ok(config)
+}
+
+fn health(cx: &Cx, table: &Table) -> Result<HealthConfig> {
+    table.check_keys(cx, HEALTH_KEYS)?;
+    let mut config = HealthConfig::default();
+    if let Some(field) = table.field("watchdog") {
+        config.watchdog = PathBuf::from(cx.string(&field)?);
+    }
+    let timeout_field = table.field("watchdog_timeout");
+    if let Some(field) = &timeout_field {
+        config.watchdog_timeout = cx.duration_in(field, limits::WATCHDOG_TIMEOUT)?;
+        if config.watchdog_timeout.subsec_nanos() != 0 {
+            return Err(cx.at(
+                field,
+                "the watchdog timeout is set in whole seconds",
+                Some(format!(
+                    "write \"{}s\"",
+                    config.watchdog_timeout.as_secs_f64().ceil()
+                )),
+            ));
+        }
+    }
+    let deadline_field = table.field("stage_deadline");
+    if let Some(field) = &deadline_field {
+        config.stage_deadline = cx.duration_in(field, limits::STAGE_DEADLINE)?;
+    }
+    if !config.watchdog.as_os_str().is_empty() && config.stage_deadline >= config.watchdog_timeout {
+        if let Some(field) = deadline_field.as_ref().or(timeout_field.as_ref()) {
+            return Err(cx.at(
+                field,
+                format!(
+                    "health.stage_deadline ({}) must be shorter than health.watchdog_timeout \
+                     ({}), or a stalled stage resets the board before it is noticed and \
+                     written down",
+                    Time(config.stage_deadline),
+                    Time(config.watchdog_timeout)
+                ),
+                Some("make the stage deadline at most half of the watchdog timeout".to_owned()),
+            ));
+        }
+    }
+    if let Some(field) = table.field("fault_file") {
+        config.fault_file = PathBuf::from(cx.string(&field)?);
+    }
+    if let Some(field) = table.field("status_socket") {
+        config.status_socket = PathBuf::from(cx.string(&field)?);
+    }
+    if let Some(field) = table.field("record_status") {
+        config.record_status = cx.boolean(&field)?;
+    }
+    if let Some(field) = table.field("record_clock") {
+        config.record_clock = cx.boolean(&field)?;
+    }
+    if let Some(field) = table.field("prometheus") {
+        let address = cx.string(&field)?;
+        if !address.is_empty() && address.parse::<std::net::SocketAddr>().is_err() {
+            return Err(cx.at(
+                &field,
+                format!("`{address}` is not an IP address and port"),
+                Some("write \"127.0.0.1:9464\", or \"\" to turn the endpoint off".to_owned()),
+            ));
+        }
+        config.prometheus = address.to_owned();
+    }
+    if let Some(field) = table.field("disk_low_percent") {
+        config.disk_low_percent = cx.integer_in(&field, limits::DISK_LOW_PERCENT)? as u8;
+    }
+    if let Some(field) = table.field("drops_window") {
+        config.drops_window = cx.duration_in(&field, limits::DROPS_WINDOW)?;
+    }
+    Ok(config)
+}
+
+fn metrics(cx: &Cx, table: &Table) -> Result<MetricsConfig> {
+    table.check_keys(cx, METRICS_KEYS)?;
+    let mut config = MetricsConfig::default();
+    if let Some(field) = table.field("nvml") {
+        config.nvml = cx.boolean(&field)?;
+    }
+    for (key, slot) in [
+        ("sys_root", &mut config.sys_root),
+        ("proc_root", &mut config.proc_root),
+    ] {
+        if let Some(field) = table.field(key) {
+            let path = cx.string(&field)?;
+            if path.is_empty() {
+                return Err(cx.at(&field, "must not be empty", None));
+            }
+            *slot = PathBuf::from(path);
+        }
+    }
+    Ok(config)
+}
+
+fn leds(cx: &Cx, table: &Table) -> Result<LedsConfig> {
+    table.check_keys(cx, LEDS_KEYS)?;
+    let mut config = LedsConfig::default();
+    if let Some(field) = table.field("sysfs_root") {
+        let path = cx.string(&field)?;
+        if path.is_empty() {
+            return Err(cx.at(&field, "must not be empty", None));
+        }
+        config.sysfs_root = PathBuf::from(path);
+    }
+    let Some(states) = table.table(cx, "states")? else {
+        return Ok(config);
+    };
+    for (state, _) in states.table.iter() {
+        let Some(field) = states.field(state) else {
+            continue;
+        };
+        if !HEALTH_STATES.contains(&state) {
+            let listing = HEALTH_STATES.join(", ");
+            let hint = match nearest(state, HEALTH_STATES.iter().copied()) {
+                Some(near) => format!("did you mean `{near}`? (health states: {listing})"),
+                None => format!("health states: {listing}"),
+            };
+            let span = states.table.key(state).and_then(|k| k.span());
+            return Err(cx.error(span, Some(field.key), "unknown health state", Some(hint)));
+        }
+        let Some(leds) = field.item.as_table_like() else {
+            return Err(cx.wrong_type(
+                &field,
+                "a table of LED name = pattern",
+                Some(format!("write {state} = {{ \"status\" = \"on\" }}")),
+            ));
+        };
+        let leds = Table {
+            path: field.key.clone(),
+            name: format!("[leds.states.{state}]"),
+            table: leds,
+            span: field.span(),
+        };
+        let mut list = Vec::new();
+        for (led, _) in leds.table.iter() {
+            let Some(pattern_field) = leds.field(led) else {
+                continue;
+            };
+            if led.is_empty() || led.contains('/') || led == "." || led == ".." {
+                let span = leds.table.key(led).and_then(|k| k.span());
+                return Err(cx.error(
+                    span,
+                    Some(pattern_field.key),
+                    format!("`{led}` is not an LED name"),
+                    Some(
+                        "use the directory name under /sys/class/leds, e.g. \"status\"".to_owned(),
+                    ),
+                ));
+            }
+            let pattern = cx.string(&pattern_field)?;
+            check_led_pattern(pattern).map_err(|message| {
+                cx.at(
+                    &pattern_field,
+                    message,
+                    Some(
+                        "patterns: \"off\", \"on\", \"blink\" (500/500 ms), \"blink-fast\" \
+                         (100/100 ms), \"blink:ON_MS/OFF_MS\""
+                            .to_owned(),
+                    ),
+                )
+            })?;
+            list.push((led.to_owned(), pattern.to_owned()));
+        }
+        config.states.push((state.to_owned(), list));
+    }
+    Ok(config)
+}
+
+/// The pattern grammar the health crate's LED driver reads; checked here
+/// so a bad pattern is a config error with its line.
+fn check_led_pattern(pattern: &str) -> std::result::Result<(), String> {
+    match pattern {
+        "off" | "on" | "blink" | "blink-fast" => Ok(()),
+        _ => {
+            let Some(times) = pattern.strip_prefix("blink:") else {
+                return Err(format!("unknown LED pattern `{pattern}`"));
+            };
+            let (on, off) = times
+                .split_once('/')
+                .ok_or_else(|| format!("`{pattern}` needs ON_MS/OFF_MS after `blink:`"))?;
+            for part in [on, off] {
+                let ms: u64 = part
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("`{part}` in `{pattern}` is not a number of ms"))?;
+                if !(limits::LED_DELAY_MS.0..=limits::LED_DELAY_MS.1).contains(&ms) {
+                    return Err(format!(
+                        "{ms} ms in `{pattern}` is outside {}..{} ms",
+                        limits::LED_DELAY_MS.0,
+                        limits::LED_DELAY_MS.1
+                    ));
+                }
+            }
+            Ok(())
+        }
+    }
 }
 
 fn segment(cx: &Cx, table: &Table) -> Result<SegmentConfig> {
@@ -924,13 +1218,15 @@ mod tests {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../config/edgerec.toml");
         let text = std::fs::read_to_string(path).unwrap();
         let document = toml_edit::Document::parse(text.as_str()).unwrap();
-        for (table, keys) in TABLES.iter().take(4) {
+        for (table, keys) in TABLES.iter().filter(|(t, _)| !t.contains("sources")) {
             let name = table.trim_matches(['[', ']']);
             let section = document[name].as_table().unwrap();
-            for key in *keys {
+            // The LED map is board-specific: an example, commented out.
+            for key in keys.iter().filter(|k| **k != "states") {
                 assert!(section.contains_key(key), "{table} {key} missing");
             }
         }
+        assert!(text.contains("\n# [leds.states]\n"));
         assert!(text.contains("\n# [sources]\n"));
         for key in SYNTHETIC_KEYS {
             assert!(text.contains(&format!("\n# {key} = ")), "{key} missing");

@@ -59,9 +59,10 @@ mod units;
 use std::path::Path;
 
 pub use config::{
-    Compression, Config, McapConfig, PipelineConfig, Rate, RecordingConfig, RetentionConfig,
-    RosDistro, SegmentConfig, SourcesConfig, StorageBackend, StorageConfig, SyntheticChannel,
-    SyntheticKind,
+    ClockConfig, ClockSourceKind, Compression, Config, HealthConfig, LedsConfig, McapConfig,
+    MetricsConfig, PipelineConfig, Rate, RecordingConfig, RetentionConfig, RosDistro,
+    SegmentConfig, SourcesConfig, StorageBackend, StorageConfig, SyntheticChannel, SyntheticKind,
+    HEALTH_STATES,
 };
 pub use error::ConfigError;
 pub use units::{parse_duration, parse_size, UnitError};

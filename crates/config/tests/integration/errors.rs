@@ -79,7 +79,7 @@ fn unknown_table() {
         (4, 2),
         Some("strorage"),
         "unknown key",
-        Some("did you mean `storage`? (valid keys: recording, storage, mcap, pipeline, sources, segment, retention)"),
+        Some("did you mean `storage`? (valid keys: recording, storage, mcap, pipeline, sources, segment, retention, clock, health, metrics, leds)"),
     );
 }
 
@@ -117,7 +117,7 @@ fn unknown_key_that_belongs_in_another_table() {
         (2, 1),
         Some("root"),
         "unknown key",
-        Some("`root` belongs in [recording], not the top level (valid keys here: recording, storage, mcap, pipeline, sources, segment, retention)"),
+        Some("`root` belongs in [recording], not the top level (valid keys here: recording, storage, mcap, pipeline, sources, segment, retention, clock, health, metrics, leds)"),
     );
 }
 
@@ -628,4 +628,101 @@ fn every_error_has_a_position() {
             "{text:?}: {err}"
         );
     }
+}
+
+#[test]
+fn phc_source_without_a_clock() {
+    let err = error("[clock]\nsource = \"phc\"\n");
+    assert_error(
+        &err,
+        (2, 10),
+        Some("clock.source"),
+        "source \"phc\" needs the PTP hardware clock",
+        Some(
+            "set clock.phc to a device (\"/dev/ptp0\") or a network interface (\"eth0\"); \
+             `ethtool -T <interface>` shows its PHC index",
+        ),
+    );
+}
+
+#[test]
+fn stage_deadline_not_below_the_watchdog_timeout() {
+    let err = error("[health]\nwatchdog_timeout = \"4s\"\n");
+    assert_error(
+        &err,
+        (2, 20),
+        Some("health.watchdog_timeout"),
+        "health.stage_deadline (5s) must be shorter than health.watchdog_timeout (4s), or a \
+         stalled stage resets the board before it is noticed and written down",
+        Some("make the stage deadline at most half of the watchdog timeout"),
+    );
+    // Without a hardware watchdog the deadline stands on its own.
+    let config = Config::parse(
+        "[health]\nwatchdog = \"\"\nwatchdog_timeout = \"4s\"\n",
+        Path::new("edgerec.toml"),
+    )
+    .unwrap();
+    assert_eq!(config.health.stage_deadline.as_secs(), 5);
+    let err = error("[health]\nwatchdog_timeout = \"2.5s\"\n");
+    assert_error(
+        &err,
+        (2, 20),
+        Some("health.watchdog_timeout"),
+        "the watchdog timeout is set in whole seconds",
+        Some("write \"3s\""),
+    );
+}
+
+#[test]
+fn prometheus_address() {
+    let err = error("[health]\nprometheus = \"localhost\"\n");
+    assert_error(
+        &err,
+        (2, 14),
+        Some("health.prometheus"),
+        "`localhost` is not an IP address and port",
+        Some("write \"127.0.0.1:9464\", or \"\" to turn the endpoint off"),
+    );
+}
+
+#[test]
+fn led_states_and_patterns() {
+    let err = error("[leds.states]\nrecordng = { status = \"on\" }\n");
+    assert_error(
+        &err,
+        (2, 1),
+        Some("leds.states.recordng"),
+        "unknown health state",
+        Some(
+            "did you mean `recording`? (health states: booting, idle, recording, degraded, \
+             fault, disk-full)",
+        ),
+    );
+    let err = error("[leds.states]\nfault = { status = \"blink:0/100\" }\n");
+    assert_error(
+        &err,
+        (2, 20),
+        Some("leds.states.fault.status"),
+        "0 ms in `blink:0/100` is outside 1..60000 ms",
+        Some(
+            "patterns: \"off\", \"on\", \"blink\" (500/500 ms), \"blink-fast\" (100/100 ms), \
+             \"blink:ON_MS/OFF_MS\"",
+        ),
+    );
+    let err = error("[leds.states]\nidle = \"on\"\n");
+    assert_error(
+        &err,
+        (2, 8),
+        Some("leds.states.idle"),
+        "expected a table of LED name = pattern, found a string",
+        Some("write idle = { \"status\" = \"on\" }"),
+    );
+    let err = error("[leds.states.idle]\n\"a/b\" = \"on\"\n");
+    assert_error(
+        &err,
+        (2, 1),
+        Some("leds.states.idle.a/b"),
+        "`a/b` is not an LED name",
+        Some("use the directory name under /sys/class/leds, e.g. \"status\""),
+    );
 }

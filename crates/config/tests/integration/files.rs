@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use edgerec_config::{
-    Compression, Config, McapConfig, PipelineConfig, Rate, RecordingConfig, RetentionConfig,
-    RosDistro, SegmentConfig, SourcesConfig, StorageBackend, StorageConfig, SyntheticChannel,
-    SyntheticKind,
+    ClockConfig, ClockSourceKind, Compression, Config, HealthConfig, LedsConfig, McapConfig,
+    MetricsConfig, PipelineConfig, Rate, RecordingConfig, RetentionConfig, RosDistro,
+    SegmentConfig, SourcesConfig, StorageBackend, StorageConfig, SyntheticChannel, SyntheticKind,
 };
 
 fn config_file(name: &str) -> PathBuf {
@@ -65,6 +65,37 @@ fn defaults_are_the_documented_values() {
             min_free_bytes: 4 << 30,
             min_free_percent: 5,
         },
+        clock: ClockConfig {
+            source: ClockSourceKind::Realtime,
+            phc: String::new(),
+            ptp4l_socket: PathBuf::from("/var/run/ptp4l"),
+            domain: 0,
+            poll_interval: Duration::from_secs(1),
+            lock_threshold: Duration::from_micros(1),
+            lock_time: Duration::from_secs(10),
+            holdover_max: Duration::from_secs(60),
+        },
+        health: HealthConfig {
+            watchdog: PathBuf::from("/dev/watchdog0"),
+            watchdog_timeout: Duration::from_secs(10),
+            stage_deadline: Duration::from_secs(5),
+            fault_file: PathBuf::from("/data/edgerec/last-fault.json"),
+            status_socket: PathBuf::from("/run/edgerec/status.sock"),
+            record_status: true,
+            record_clock: true,
+            prometheus: String::new(),
+            disk_low_percent: 10,
+            drops_window: Duration::from_secs(10),
+        },
+        metrics: MetricsConfig {
+            nvml: true,
+            sys_root: PathBuf::from("/sys"),
+            proc_root: PathBuf::from("/proc"),
+        },
+        leds: LedsConfig {
+            sysfs_root: PathBuf::from("/sys/class/leds"),
+            states: vec![],
+        },
     };
     assert_eq!(Config::default(), expected);
 }
@@ -95,6 +126,12 @@ fn demo_file_records_a_synthetic_vehicle() {
         mcap: McapConfig {
             compression: Compression::Lz4,
             ..McapConfig::default()
+        },
+        health: HealthConfig {
+            watchdog: PathBuf::new(),
+            fault_file: PathBuf::from("./data/last-fault.json"),
+            status_socket: PathBuf::from("./data/edgerec.sock"),
+            ..HealthConfig::default()
         },
         sources: SourcesConfig {
             synthetic: vec![
@@ -221,4 +258,39 @@ fn compression_level_is_only_checked_for_zstd() {
 fn rate_period() {
     assert_eq!(Rate::Hz(400.0).period(), Some(Duration::from_micros(2500)));
     assert_eq!(Rate::Max.period(), None);
+}
+
+/// The board example in the appliance file's comments parses, and the
+/// states keep their file order.
+#[test]
+fn led_states_from_the_documented_example() {
+    let text = std::fs::read_to_string(config_file("edgerec.toml")).unwrap();
+    let start = text.find("# [leds.states]").unwrap();
+    let example: String = text[start..]
+        .lines()
+        .take_while(|line| line.starts_with('#'))
+        .map(|line| line.trim_start_matches('#').trim_start())
+        .collect::<Vec<_>>()
+        .join("\n");
+    let config =
+        Config::parse(&example, Path::new("example.toml")).unwrap_or_else(|e| panic!("{e}"));
+    let states: Vec<&str> = config.leds.states.iter().map(|(s, _)| s.as_str()).collect();
+    assert_eq!(
+        states,
+        [
+            "booting",
+            "idle",
+            "recording",
+            "degraded",
+            "fault",
+            "disk-full"
+        ]
+    );
+    assert_eq!(
+        config.leds.states[3].1,
+        vec![
+            ("edgerec:green".to_owned(), "blink:900/100".to_owned()),
+            ("edgerec:red".to_owned(), "blink".to_owned())
+        ]
+    );
 }
