@@ -1,0 +1,809 @@
+//! The status snapshot: one struct that says everything an operator asks
+//! of a running recorder (its health and why, the clock, storage, every
+//! source, the metrics and where each came from), rebuilt once a second
+//! and published three ways from the same JSON text: on a local Unix socket
+//! (`edgerec status`), into the recording as `/edgerec/status`, and,
+//! optionally, as Prometheus text on a localhost port. [`StatusSnapshot::
+//! diagnostics`] gives the same content in the shape of
+//! `diagnostic_msgs/DiagnosticArray`, for the ROS 2 status topic.
+
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpListener};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, PoisonError, RwLock};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use edgerec_clock::ClockStatus;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::fault::FaultRecord;
+use crate::heartbeat::StageSnapshot;
+use crate::leds::LedsStatus;
+use crate::metrics::Metric;
+use crate::state::HealthState;
+use crate::watchdog::WatchdogStatus;
+
+/// Version of the snapshot's JSON shape; raised when a field changes
+/// meaning or goes away (adding one does not).
+pub const SCHEMA: u32 = 1;
+
+/// Everything the status says, at one instant.
+#[derive(Debug, Clone, Serialize)]
+pub struct StatusSnapshot {
+    /// [`SCHEMA`].
+    pub schema: u32,
+    /// edgerec's version.
+    pub version: String,
+    /// When the snapshot was taken, ns since the Unix epoch (system clock).
+    pub time_unix_ns: u64,
+    /// Seconds since the recorder started.
+    pub uptime_s: f64,
+    /// The health state shown on the LEDs.
+    pub state: HealthState,
+    /// Why the state is not plain `recording`/`idle`, most severe first.
+    pub reasons: Vec<String>,
+    /// The recording clock and its quality; `None` before the monitor runs.
+    pub clock: Option<ClockStatus>,
+    /// Where the data goes and how fast.
+    pub storage: StorageStatus,
+    /// The session and segment being written.
+    pub session: Option<SessionStatus>,
+    /// Every recorded channel.
+    pub sources: Vec<SourceStatus>,
+    /// GPU, thermal, CPU, memory, disk and NVMe figures, each with its
+    /// origin.
+    pub metrics: Vec<Metric>,
+    /// Where each metric family comes from, or why it is missing.
+    pub metric_sources: Vec<MetricSource>,
+    /// The stages the watchdog watches.
+    pub stages: Vec<StageSnapshot>,
+    /// The hardware and systemd watchdogs.
+    pub watchdog: Option<WatchdogStatus>,
+    /// The LEDs.
+    pub leds: Option<LedsStatus>,
+    /// The stall that reset the board before this start, if any.
+    pub last_fault: Option<FaultRecord>,
+}
+
+/// Storage in the snapshot.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct StorageStatus {
+    /// `io_uring+O_DIRECT`, `pwrite+O_DIRECT` or `buffered`.
+    pub backend: String,
+    /// Why a slower backend is used, when it is.
+    pub fallback_reason: Option<String>,
+    /// Bytes written into segments since the start.
+    pub bytes_written: u64,
+    /// Write rate over the last snapshot interval, MB/s (10^6 bytes).
+    pub write_mb_s: f64,
+    /// Bytes handed to storage but not yet known durable: what a power cut
+    /// now would lose beyond the data still in memory.
+    pub durable_lag_bytes: u64,
+    /// Free bytes on the recordings' file system.
+    pub free_bytes: Option<u64>,
+    /// Size of that file system.
+    pub total_bytes: Option<u64>,
+    /// Why recording is paused for space, when it is.
+    pub disk_full: Option<String>,
+    /// The storage failure being recovered from, when there is one.
+    pub fault: Option<String>,
+    /// Storage failures since the start.
+    pub errors: u64,
+}
+
+/// The session in the snapshot.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SessionStatus {
+    /// The bag directory.
+    pub dir: PathBuf,
+    /// The segment being written (`.mcap.active`).
+    pub segment: PathBuf,
+}
+
+/// One channel in the snapshot.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct SourceStatus {
+    /// ROS 2 topic name.
+    pub topic: String,
+    /// ROS 2 type name.
+    pub type_name: String,
+    /// Messages accepted per second over the last interval.
+    pub rate_hz: f64,
+    /// Payload MB/s over the last interval.
+    pub mb_s: f64,
+    /// Messages accepted since the start.
+    pub accepted: u64,
+    /// Messages in whole chunks handed to storage.
+    pub written: u64,
+    /// Messages dropped before the pipeline (queue full, budget, paused).
+    pub dropped: u64,
+    /// Accepted messages lost with a storage failure.
+    pub lost: u64,
+}
+
+/// A metric family's origin, or why it has none.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MetricSource {
+    /// `gpu load`, `thermal`, `disk`, ...
+    pub family: String,
+    /// A path, an NVML call, or the reason it is missing.
+    pub origin: String,
+}
+
+/// One entry of a `diagnostic_msgs/DiagnosticArray`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// `OK` 0, `WARN` 1, `ERROR` 2, `STALE` 3.
+    pub level: u8,
+    /// `edgerec: storage`, `edgerec: source /imu`, ...
+    pub name: String,
+    /// One line.
+    pub message: String,
+    /// The device or file it is about.
+    pub hardware_id: String,
+    /// Key/value pairs.
+    pub values: Vec<(String, String)>,
+}
+
+/// diagnostic_msgs/DiagnosticStatus levels.
+pub mod level {
+    /// Nothing wrong.
+    pub const OK: u8 = 0;
+    /// Degraded.
+    pub const WARN: u8 = 1;
+    /// Fault.
+    pub const ERROR: u8 = 2;
+}
+
+impl StatusSnapshot {
+    /// The snapshot as `diagnostic_msgs/DiagnosticStatus` entries: the
+    /// recorder, the clock, storage, then one per source and one with the
+    /// metrics.
+    pub fn diagnostics(&self) -> Vec<Diagnostic> {
+        let mut out = Vec::new();
+        let recorder_level = match self.state {
+            HealthState::Fault => level::ERROR,
+            HealthState::Degraded | HealthState::DiskFull => level::WARN,
+            _ => level::OK,
+        };
+        let mut values = vec![
+            ("state".to_owned(), self.state.name().to_owned()),
+            ("uptime_s".to_owned(), format!("{:.0}", self.uptime_s)),
+            ("version".to_owned(), self.version.clone()),
+        ];
+        for s in &self.stages {
+            values.push((
+                format!("stage {}", s.name),
+                format!(
+                    "{} ms ago{}",
+                    s.age.as_millis(),
+                    if s.stalled { " STALLED" } else { "" }
+                ),
+            ));
+        }
+        out.push(Diagnostic {
+            level: recorder_level,
+            name: "edgerec: recorder".to_owned(),
+            message: if self.reasons.is_empty() {
+                self.state.name().to_owned()
+            } else {
+                format!("{}: {}", self.state.name(), self.reasons.join("; "))
+            },
+            hardware_id: String::new(),
+            values,
+        });
+        if let Some(c) = &self.clock {
+            let v = serde_json::to_value(c).unwrap_or(Value::Null);
+            let state = format!("{}: {}", c.state, c.reason);
+            out.push(Diagnostic {
+                level: if c.unlocked { level::WARN } else { level::OK },
+                name: "edgerec: clock".to_owned(),
+                message: state,
+                hardware_id: v
+                    .get("device")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+                values: flatten(&v),
+            });
+        }
+        let st = &self.storage;
+        out.push(Diagnostic {
+            level: if st.fault.is_some() {
+                level::ERROR
+            } else if st.disk_full.is_some() {
+                level::WARN
+            } else {
+                level::OK
+            },
+            name: "edgerec: storage".to_owned(),
+            message: st
+                .fault
+                .clone()
+                .or_else(|| st.disk_full.clone())
+                .unwrap_or_else(|| format!("{} at {:.1} MB/s", st.backend, st.write_mb_s)),
+            hardware_id: self
+                .session
+                .as_ref()
+                .map(|s| s.dir.display().to_string())
+                .unwrap_or_default(),
+            values: flatten(&serde_json::to_value(st).unwrap_or(Value::Null)),
+        });
+        for s in &self.sources {
+            out.push(Diagnostic {
+                level: if s.dropped + s.lost > 0 {
+                    level::WARN
+                } else {
+                    level::OK
+                },
+                name: format!("edgerec: source {}", s.topic),
+                message: format!("{:.1} Hz, {} dropped", s.rate_hz, s.dropped + s.lost),
+                hardware_id: s.type_name.clone(),
+                values: flatten(&serde_json::to_value(s).unwrap_or(Value::Null)),
+            });
+        }
+        out.push(Diagnostic {
+            level: level::OK,
+            name: "edgerec: metrics".to_owned(),
+            message: format!("{} metrics", self.metrics.len()),
+            hardware_id: String::new(),
+            values: self
+                .metrics
+                .iter()
+                .map(|m| {
+                    (
+                        m.name.clone(),
+                        format!("{} {} ({})", m.value, m.unit, m.origin),
+                    )
+                })
+                .collect(),
+        });
+        out
+    }
+
+    /// Prometheus text exposition (format 0.0.4) of the numbers in the
+    /// snapshot.
+    pub fn prometheus(&self) -> String {
+        let mut out = String::new();
+        let mut gauge = |name: &str, help: &str, samples: &[(String, f64)]| {
+            out.push_str(&format!("# HELP {name} {help}\n# TYPE {name} gauge\n"));
+            for (labels, value) in samples {
+                out.push_str(&format!("{name}{labels} {value}\n"));
+            }
+        };
+        let states: Vec<(String, f64)> = HealthState::ALL
+            .iter()
+            .map(|s| {
+                (
+                    format!("{{state=\"{}\"}}", s.name()),
+                    if *s == self.state { 1.0 } else { 0.0 },
+                )
+            })
+            .collect();
+        gauge("edgerec_state", "1 for the current health state", &states);
+        gauge(
+            "edgerec_uptime_seconds",
+            "seconds since the recorder started",
+            &[(String::new(), self.uptime_s)],
+        );
+        let st = &self.storage;
+        gauge(
+            "edgerec_bytes_written",
+            "bytes written into segments",
+            &[(String::new(), st.bytes_written as f64)],
+        );
+        gauge(
+            "edgerec_write_bytes_per_second",
+            "write rate over the last second",
+            &[(String::new(), st.write_mb_s * 1e6)],
+        );
+        gauge(
+            "edgerec_durable_lag_bytes",
+            "bytes handed to storage not yet known durable",
+            &[(String::new(), st.durable_lag_bytes as f64)],
+        );
+        if let Some(free) = st.free_bytes {
+            gauge(
+                "edgerec_disk_free_bytes",
+                "free bytes on the recordings' file system",
+                &[(String::new(), free as f64)],
+            );
+        }
+        let per_topic = |f: fn(&SourceStatus) -> f64| -> Vec<(String, f64)> {
+            self.sources
+                .iter()
+                .map(|s| (format!("{{topic=\"{}\"}}", escape_label(&s.topic)), f(s)))
+                .collect()
+        };
+        gauge(
+            "edgerec_topic_rate_hz",
+            "messages per second",
+            &per_topic(|s| s.rate_hz),
+        );
+        gauge(
+            "edgerec_topic_written",
+            "messages written",
+            &per_topic(|s| s.written as f64),
+        );
+        gauge(
+            "edgerec_topic_dropped",
+            "messages dropped or lost",
+            &per_topic(|s| (s.dropped + s.lost) as f64),
+        );
+        if let Some(c) = &self.clock {
+            if let Some(offset) = c.last_offset_ns {
+                gauge(
+                    "edgerec_clock_offset_ns",
+                    "offset of the recording clock from its reference",
+                    &[(String::new(), offset as f64)],
+                );
+            }
+            gauge(
+                "edgerec_clock_unlocked",
+                "1 while data is recorded with an unlocked clock",
+                &[(String::new(), if c.unlocked { 1.0 } else { 0.0 })],
+            );
+        }
+        let metrics: Vec<(String, f64)> = self
+            .metrics
+            .iter()
+            .map(|m| {
+                (
+                    format!(
+                        "{{name=\"{}\",unit=\"{}\",origin=\"{}\"}}",
+                        escape_label(&m.name),
+                        escape_label(m.unit),
+                        escape_label(&m.origin)
+                    ),
+                    m.value,
+                )
+            })
+            .collect();
+        gauge(
+            "edgerec_metric",
+            "board metrics, by name and origin",
+            &metrics,
+        );
+        out
+    }
+}
+
+fn escape_label(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+}
+
+/// A JSON object's leaves as dotted key/value strings.
+fn flatten(v: &Value) -> Vec<(String, String)> {
+    fn walk(prefix: &str, v: &Value, out: &mut Vec<(String, String)>) {
+        match v {
+            Value::Object(map) => {
+                for (k, v) in map {
+                    let key = if prefix.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{prefix}.{k}")
+                    };
+                    walk(&key, v, out);
+                }
+            }
+            Value::Null => {}
+            Value::String(s) => out.push((prefix.to_owned(), s.clone())),
+            other => out.push((prefix.to_owned(), other.to_string())),
+        }
+    }
+    let mut out = Vec::new();
+    walk("", v, &mut out);
+    out
+}
+
+/// The latest snapshot, as the texts the servers hand out. Cloning is
+/// cheap; every clone sees the same texts.
+#[derive(Clone, Default)]
+pub struct StatusBoard {
+    inner: Arc<RwLock<Published>>,
+}
+
+#[derive(Default)]
+struct Published {
+    json: Arc<str>,
+    prometheus: Arc<str>,
+}
+
+impl StatusBoard {
+    /// A board with nothing published yet.
+    pub fn new() -> StatusBoard {
+        StatusBoard::default()
+    }
+
+    /// Publishes `snapshot`; returns its JSON.
+    pub fn publish(&self, snapshot: &StatusSnapshot) -> Arc<str> {
+        let json: Arc<str> = match serde_json::to_string(snapshot) {
+            Ok(s) => s.into(),
+            Err(e) => format!("{{\"error\":\"cannot serialize the status: {e}\"}}").into(),
+        };
+        let prometheus: Arc<str> = snapshot.prometheus().into();
+        let mut p = self.inner.write().unwrap_or_else(PoisonError::into_inner);
+        p.json = json.clone();
+        p.prometheus = prometheus;
+        json
+    }
+
+    /// The last snapshot's JSON; empty before the first.
+    pub fn json(&self) -> Arc<str> {
+        self.inner
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .json
+            .clone()
+    }
+
+    /// The last snapshot as Prometheus text.
+    pub fn prometheus(&self) -> Arc<str> {
+        self.inner
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .prometheus
+            .clone()
+    }
+}
+
+/// Why a status server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    /// Another process answers on the socket: a second recorder.
+    #[error("{path}: another edgerec is already serving its status here; stop it, or give this one another health.status_socket")]
+    InUse {
+        /// The socket path.
+        path: PathBuf,
+    },
+    /// The socket or port could not be set up.
+    #[error(
+        "{what}: {source}; check the path or address in the configuration and its permissions"
+    )]
+    Io {
+        /// The socket path or address.
+        what: String,
+        /// The error.
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// A thread answering every connection with the board's JSON (and a
+/// newline), then closing it. Stopped and its socket file removed on drop.
+pub struct StatusServer {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+    cleanup: Option<PathBuf>,
+    wake: Wake,
+}
+
+enum Wake {
+    Unix(PathBuf),
+    Tcp(SocketAddr),
+}
+
+impl StatusServer {
+    /// Serves `board` on the Unix socket at `path` (its directory is
+    /// created). A stale socket file left by a crash is replaced; one a
+    /// live process answers on is an error.
+    pub fn unix(path: &Path, board: StatusBoard) -> Result<StatusServer, ServeError> {
+        let io_err = |source| ServeError::Io {
+            what: path.display().to_string(),
+            source,
+        };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(io_err)?;
+        }
+        if path.exists() {
+            if UnixStream::connect(path).is_ok() {
+                return Err(ServeError::InUse {
+                    path: path.to_path_buf(),
+                });
+            }
+            std::fs::remove_file(path).map_err(io_err)?;
+        }
+        let listener = UnixListener::bind(path).map_err(io_err)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("edgerec-status".into())
+            .spawn(move || {
+                for conn in listener.incoming() {
+                    if flag.load(Ordering::Acquire) {
+                        break;
+                    }
+                    if let Ok(mut s) = conn {
+                        let _ = s.set_write_timeout(Some(Duration::from_secs(1)));
+                        let json = board.json();
+                        let _ = s
+                            .write_all(json.as_bytes())
+                            .and_then(|_| s.write_all(b"\n"));
+                    }
+                }
+            })
+            .map_err(io_err)?;
+        Ok(StatusServer {
+            stop,
+            thread: Some(thread),
+            cleanup: Some(path.to_path_buf()),
+            wake: Wake::Unix(path.to_path_buf()),
+        })
+    }
+
+    /// Serves `board` as Prometheus text over HTTP on `addr` (meant for
+    /// localhost: there is no authentication).
+    pub fn prometheus(addr: SocketAddr, board: StatusBoard) -> Result<StatusServer, ServeError> {
+        let io_err = |source| ServeError::Io {
+            what: addr.to_string(),
+            source,
+        };
+        let listener = TcpListener::bind(addr).map_err(io_err)?;
+        let local = listener.local_addr().map_err(io_err)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::Builder::new()
+            .name("edgerec-prom".into())
+            .spawn(move || {
+                for conn in listener.incoming() {
+                    if flag.load(Ordering::Acquire) {
+                        break;
+                    }
+                    let Ok(mut s) = conn else { continue };
+                    let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
+                    let _ = s.set_write_timeout(Some(Duration::from_secs(1)));
+                    // The request line is enough: every path gets the
+                    // metrics.
+                    let mut request = [0u8; 1024];
+                    let _ = s.read(&mut request);
+                    let body = board.prometheus();
+                    let head = format!(
+                        "HTTP/1.0 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                        body.len()
+                    );
+                    let _ = s
+                        .write_all(head.as_bytes())
+                        .and_then(|_| s.write_all(body.as_bytes()));
+                }
+            })
+            .map_err(io_err)?;
+        Ok(StatusServer {
+            stop,
+            thread: Some(thread),
+            cleanup: None,
+            wake: Wake::Tcp(local),
+        })
+    }
+
+    /// The TCP address actually bound (port 0 picks one), for a Prometheus
+    /// server.
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        match self.wake {
+            Wake::Tcp(a) => Some(a),
+            Wake::Unix(_) => None,
+        }
+    }
+}
+
+impl Drop for StatusServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        // Wake the blocking accept with a connection of our own.
+        match &self.wake {
+            Wake::Unix(p) => drop(UnixStream::connect(p)),
+            Wake::Tcp(a) => drop(std::net::TcpStream::connect_timeout(
+                a,
+                Duration::from_secs(1),
+            )),
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        if let Some(p) = self.cleanup.take() {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
+
+/// Reads the status JSON from the socket at `path`.
+pub fn fetch(path: &Path, timeout: Duration) -> io::Result<String> {
+    let mut s = UnixStream::connect(path)?;
+    s.set_read_timeout(Some(timeout))?;
+    let mut text = String::new();
+    s.read_to_string(&mut text)?;
+    Ok(text)
+}
+
+/// The status JSON as the lines `edgerec status` prints: state and
+/// reasons, clock, storage, session, sources, metrics with their origins,
+/// stages and the watchdog. Works from the JSON alone, so an older or
+/// newer recorder's snapshot still prints what both know.
+pub fn render_text(v: &Value) -> String {
+    let s = |p: &str| {
+        v.pointer(p)
+            .and_then(Value::as_str)
+            .unwrap_or("-")
+            .to_owned()
+    };
+    let n = |p: &str| v.pointer(p).and_then(Value::as_f64);
+    let u = |p: &str| v.pointer(p).and_then(Value::as_u64);
+    let mut out = String::new();
+    let mut line = |l: String| {
+        out.push_str(&l);
+        out.push('\n');
+    };
+    let reasons: Vec<&str> = v
+        .get("reasons")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    line(format!(
+        "state:     {}{} (edgerec {}, up {:.0} s)",
+        s("/state"),
+        if reasons.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", reasons.join("; "))
+        },
+        s("/version"),
+        n("/uptime_s").unwrap_or(0.0)
+    ));
+    if let Some(f) = v.get("last_fault").filter(|f| !f.is_null()) {
+        line(format!(
+            "last fault: {} (stage {}, silent {} ms)",
+            f.get("message").and_then(Value::as_str).unwrap_or("-"),
+            f.get("stage").and_then(Value::as_str).unwrap_or("-"),
+            f.get("silent_for_ms").and_then(Value::as_u64).unwrap_or(0)
+        ));
+    }
+    match v.get("clock").filter(|c| !c.is_null()) {
+        Some(c) => {
+            let cs = |p: &str| {
+                c.pointer(p)
+                    .and_then(Value::as_str)
+                    .unwrap_or("-")
+                    .to_owned()
+            };
+            let offset = c
+                .get("last_offset_ns")
+                .and_then(Value::as_i64)
+                .map(|o| format!("offset {o} ns ({})", cs("/offset_origin")))
+                .unwrap_or_else(|| "no offset measured".to_owned());
+            line(format!(
+                "clock:     {}, {} ({}); {}{}",
+                cs("/source"),
+                cs("/state"),
+                cs("/reason"),
+                offset,
+                if c.get("unlocked").and_then(Value::as_bool) == Some(true) {
+                    "; data flagged unlocked"
+                } else {
+                    ""
+                }
+            ));
+            if let Some(e) = c.get("ptp4l_error").and_then(Value::as_str) {
+                line(format!("           ptp4l: {e}"));
+            }
+            if let Some(p) = c.get("ptp4l").filter(|p| !p.is_null()) {
+                let ps = |k: &str| p.get(k).map(|x| x.to_string().trim_matches('"').to_owned());
+                line(format!(
+                    "           ptp4l: port {}, master offset {} ns, path delay {} ns, grandmaster {} (present {})",
+                    ps("port_state").unwrap_or_default(),
+                    ps("master_offset_ns").unwrap_or_default(),
+                    ps("mean_path_delay_ns").unwrap_or_default(),
+                    ps("gm_identity").unwrap_or_default(),
+                    ps("gm_present").unwrap_or_default()
+                ));
+            }
+        }
+        None => line("clock:     (no clock monitor)".to_owned()),
+    }
+    let gib = |b: Option<u64>| {
+        b.map(|b| format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64))
+            .unwrap_or_else(|| "-".to_owned())
+    };
+    line(format!(
+        "storage:   {}, {:.1} MB/s, {:.1} MB written, durable lag {:.1} MB, free {} of {}{}",
+        s("/storage/backend"),
+        n("/storage/write_mb_s").unwrap_or(0.0),
+        u("/storage/bytes_written").unwrap_or(0) as f64 / 1e6,
+        u("/storage/durable_lag_bytes").unwrap_or(0) as f64 / 1e6,
+        gib(u("/storage/free_bytes")),
+        gib(u("/storage/total_bytes")),
+        v.pointer("/storage/fallback_reason")
+            .and_then(Value::as_str)
+            .map(|r| format!(" (fallback: {r})"))
+            .unwrap_or_default()
+    ));
+    if v.get("session").is_some_and(|x| !x.is_null()) {
+        line(format!("session:   {}", s("/session/dir")));
+        line(format!("segment:   {}", s("/session/segment")));
+    }
+    let sources = v.get("sources").and_then(Value::as_array);
+    line(format!(
+        "sources:   {}",
+        sources.map(|a| a.len()).unwrap_or(0)
+    ));
+    for src in sources.into_iter().flatten() {
+        let g = |k: &str| src.get(k);
+        line(format!(
+            "  {:<28} {:>9.1} Hz {:>8.2} MB/s  written {:>9}  dropped {:>6}  lost {:>4}  {}",
+            g("topic").and_then(Value::as_str).unwrap_or("-"),
+            g("rate_hz").and_then(Value::as_f64).unwrap_or(0.0),
+            g("mb_s").and_then(Value::as_f64).unwrap_or(0.0),
+            g("written").and_then(Value::as_u64).unwrap_or(0),
+            g("dropped").and_then(Value::as_u64).unwrap_or(0),
+            g("lost").and_then(Value::as_u64).unwrap_or(0),
+            g("type_name").and_then(Value::as_str).unwrap_or("")
+        ));
+    }
+    let metrics = v.get("metrics").and_then(Value::as_array);
+    line(format!(
+        "metrics:   {}",
+        metrics.map(|a| a.len()).unwrap_or(0)
+    ));
+    for m in metrics.into_iter().flatten() {
+        line(format!(
+            "  {:<28} {:>14.1} {:<8} {}",
+            m.get("name").and_then(Value::as_str).unwrap_or("-"),
+            m.get("value").and_then(Value::as_f64).unwrap_or(f64::NAN),
+            m.get("unit").and_then(Value::as_str).unwrap_or(""),
+            m.get("origin").and_then(Value::as_str).unwrap_or("")
+        ));
+    }
+    for ms in v
+        .get("metric_sources")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        line(format!(
+            "  source of {:<18} {}",
+            ms.get("family").and_then(Value::as_str).unwrap_or("-"),
+            ms.get("origin").and_then(Value::as_str).unwrap_or("-")
+        ));
+    }
+    let stages = v.get("stages").and_then(Value::as_array);
+    let listed: Vec<String> = stages
+        .into_iter()
+        .flatten()
+        .map(|st| {
+            format!(
+                "{} {} ms{}",
+                st.get("name").and_then(Value::as_str).unwrap_or("-"),
+                st.get("age_ms").and_then(Value::as_u64).unwrap_or(0),
+                if st.get("stalled").and_then(Value::as_bool) == Some(true) {
+                    " STALLED"
+                } else {
+                    ""
+                }
+            )
+        })
+        .collect();
+    line(format!("stages:    {}", listed.join(", ")));
+    match v.get("watchdog").filter(|w| !w.is_null()) {
+        Some(w) => line(format!(
+            "watchdog:  {}, timeout {} s, {} pings; systemd {}",
+            w.get("device")
+                .and_then(Value::as_str)
+                .unwrap_or("no hardware watchdog"),
+            w.get("timeout_s")
+                .and_then(Value::as_u64)
+                .map(|t| t.to_string())
+                .unwrap_or_else(|| "-".to_owned()),
+            w.get("pings").and_then(Value::as_u64).unwrap_or(0),
+            w.get("systemd_interval_ms")
+                .and_then(Value::as_u64)
+                .map(|ms| format!("every {ms} ms"))
+                .unwrap_or_else(|| "not watching".to_owned())
+        )),
+        None => line("watchdog:  off".to_owned()),
+    }
+    out
+}
