@@ -84,6 +84,10 @@ root = "{d}/rec"
 session_prefix = "bench"
 [mcap]
 compression = "none"
+[health]
+watchdog = ""
+status_socket = "{d}/rec.sock"
+fault_file = "{d}/rec.fault.json"
 {extra_toml}
 {channel_toml}
 """)

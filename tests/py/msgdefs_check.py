@@ -49,6 +49,17 @@ FOXGLOVE_VIDEO_FIELDS = (
     "builtin_interfaces/Time timestamp\nstring frame_id\nuint8[] data\nstring format\n"
 )
 
+# edgerec's own type: not in any store either; registered from its text, its
+# field names and types checked against what the CDR builder writes.
+CLOCK_QUALITY = "edgerec_msgs/msg/ClockQuality"
+CLOCK_QUALITY_FIELDS = [
+    ("stamp", "builtin_interfaces/msg/Time"), ("state", "uint8"), ("offset_ns", "int64"),
+    ("offset_valid", "bool"), ("offset_origin", "string"), ("mean_path_delay_ns", "int64"),
+    ("port_state", "string"), ("grandmaster", "string"), ("gm_present", "bool"),
+    ("source", "string"),
+]
+OWN_TYPES = (FOXGLOVE_VIDEO, CLOCK_QUALITY)
+
 failures = 0
 
 
@@ -102,12 +113,19 @@ def check_definition(name: str, encoding: str, text: str) -> None:
         ref_store.register(get_types_from_msg(sections[0][1], name))
         top = mine.split(SEPARATOR)[0]
         report(top == FOXGLOVE_VIDEO_FIELDS, "defs", f"{name} fields", repr(top))
+    elif name == CLOCK_QUALITY:
+        ref_store.register(get_types_from_msg(sections[0][1], name))
+        fields = []
+        for fname, (kind, detail) in ref_store.fielddefs[name][1]:
+            # rosbags: (Nodetype.BASE, (type, bound)) or (Nodetype.NAME, typename)
+            fields.append((fname, detail[0] if isinstance(detail, tuple) else detail))
+        report(fields == CLOCK_QUALITY_FIELDS, "defs", f"{name} fields", repr(fields))
     elif name not in ref_store.types:
         report(False, "defs", f"{name} known to rosbags ROS2_HUMBLE", "missing")
         return
     ref, ref_md5 = ref_store.generate_msgdef(name, ros_version=2)
 
-    store = "ROS2_HUMBLE" + (" + its own top level" if name == FOXGLOVE_VIDEO else "")
+    store = "ROS2_HUMBLE" + (" + its own top level" if name in OWN_TYPES else "")
     report(
         mine == ref and mine_md5 == ref_md5,
         "defs",
@@ -212,12 +230,12 @@ def main() -> int:
         texts[name] = (root / file).read_text()
         check_definition(name, encoding, texts[name])
 
-    # Decode with the Humble store plus CompressedVideo from edgerec's own .msg.
+    # Decode with the Humble store plus the types it lacks, from edgerec's .msg.
     typestore = get_typestore(Stores.ROS2_HUMBLE)
-    if FOXGLOVE_VIDEO in texts:
-        typestore.register(
-            get_types_from_msg(split_sections(FOXGLOVE_VIDEO, texts[FOXGLOVE_VIDEO])[0][1],
-                               FOXGLOVE_VIDEO))
+    for own in OWN_TYPES:
+        if own in texts:
+            typestore.register(
+                get_types_from_msg(split_sections(own, texts[own])[0][1], own))
 
     samples = (root / "samples.tsv").read_text().splitlines()
     for i, line in enumerate(samples, start=1):

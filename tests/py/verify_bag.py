@@ -62,7 +62,24 @@ def stamp_ns(header):
 
 
 def check_message(topic, type_name, m, publish_time):
-    """Returns the embedded sequence number after checking every field."""
+    """Returns the embedded sequence number after checking every field;
+    None for edgerec's own topics, which carry none (they are numbered in
+    the order read)."""
+    if topic == "/edgerec/status":
+        try:
+            status = json.loads(m.data)
+        except ValueError as err:
+            fail(f"{topic}: not JSON: {err}: {m.data[:80]!r}")
+        missing = [k for k in ("schema", "state", "clock", "storage", "sources", "metrics") if k not in status]
+        if status.get("schema") != 1 or missing:
+            fail(f"{topic}: schema {status.get('schema')}, missing {missing}")
+        return None
+    if topic == "/edgerec/clock":
+        if type_name != "edgerec_msgs/msg/ClockQuality" or m.state not in (0, 1, 2, 3) or not m.source:
+            fail(f"{topic}: {type_name} state {m.state} source {m.source!r}")
+        if m.stamp.sec * 1_000_000_000 + m.stamp.nanosec != publish_time:
+            fail(f"{topic}: stamp differs from publish_time")
+        return None
     if type_name == "std_msgs/msg/String":
         if not m.data.startswith("seq="):
             fail(f"{topic}: string does not start with seq=: {m.data[:30]!r}")
@@ -158,6 +175,8 @@ def main():
                     fail(f"{channel.topic}: encodings {schema.encoding}/{channel.message_encoding}")
                 log = logs.setdefault(channel.topic, TopicLog())
                 seq = check_message(channel.topic, schema.name, decoded, message.publish_time)
+                if seq is None:
+                    seq = len(log.seqs)
                 first_in_segment = channel.topic not in started
                 if first_in_segment and channel.topic in logs and logs[channel.topic].seqs:
                     later_segments[channel.topic] = later_segments.get(channel.topic, 0) + 1
@@ -187,6 +206,8 @@ def main():
             log = rlogs.setdefault(conn.topic, TopicLog())
             pub = stamp_ns(m.header) if hasattr(m, "header") else ts
             seq = check_message(conn.topic, conn.msgtype, m, pub)
+            if seq is None:
+                seq = len(log.seqs)
             # rosbags merges the segments by time; a repeat arrives right
             # after its original (same sequence, same log time).
             log.add(seq, ts, True)

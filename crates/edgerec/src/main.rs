@@ -14,8 +14,12 @@ use anyhow::Context;
 use clap::{Parser, Subcommand};
 use edgerec_config::Config;
 use edgerec_format::{info, recover};
+use edgerec_health::state::HealthState;
+use edgerec_recorder::clock::RecordingClock;
 use edgerec_recorder::synthetic::SyntheticSource;
-use edgerec_recorder::{Recorder, RecorderOptions, RecorderStatus, SystemClock, THROUGHPUT_BIN};
+use edgerec_recorder::{Recorder, RecorderOptions, RecorderStatus, THROUGHPUT_BIN};
+
+mod daemon;
 
 /// sysexits EX_CONFIG: the configuration is wrong; nothing was created.
 const EXIT_CONFIG: u8 = 78;
@@ -69,6 +73,19 @@ enum Cmd {
         /// A bag directory (every .active segment in it) or one file.
         path: PathBuf,
     },
+    /// Show a running recorder's status: health and why, clock, storage,
+    /// sources, metrics with their origins, stages and the watchdog.
+    Status {
+        /// The configuration file, for `health.status_socket`.
+        #[arg(long, short, default_value = "/data/edgerec/edgerec.toml")]
+        config: PathBuf,
+        /// The status socket (overrides the configuration).
+        #[arg(long)]
+        socket: Option<PathBuf>,
+        /// Print the snapshot's JSON as served.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print the version.
     Version,
 }
@@ -111,6 +128,11 @@ fn main() -> ExitCode {
         },
         Cmd::Check { path } => check(&path),
         Cmd::Recover { path } => recover_cmd(&path),
+        Cmd::Status {
+            config,
+            socket,
+            json,
+        } => status_cmd(&config, socket.as_deref(), json),
         Cmd::Version => {
             println!("edgerec {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS
@@ -162,6 +184,60 @@ fn check(path: &Path) -> ExitCode {
         }
         Err(e) => {
             println!("INVALID {}: {e}", path.display());
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn status_cmd(config: &Path, socket: Option<&Path>, json: bool) -> ExitCode {
+    let socket = match socket {
+        Some(s) => s.to_path_buf(),
+        None => match Config::load(config) {
+            Ok(c) => c.health.status_socket,
+            // No readable configuration: the appliance default.
+            Err(e) if !config.exists() => {
+                let d = edgerec_config::HealthConfig::default().status_socket;
+                tracing::debug!("{e}; using {}", d.display());
+                d
+            }
+            Err(e) => {
+                eprintln!("edgerec status: configuration error: {e}");
+                return ExitCode::from(EXIT_CONFIG);
+            }
+        },
+    };
+    if socket.as_os_str().is_empty() {
+        eprintln!(
+            "edgerec status: health.status_socket is empty in {}: the recorder serves no status",
+            config.display()
+        );
+        return ExitCode::from(1);
+    }
+    let text = match edgerec_health::status::fetch(&socket, Duration::from_secs(2)) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!(
+                "edgerec status: no recorder answers at {}: {e} (is `edgerec run` running with this configuration? `--socket PATH` names another socket)",
+                socket.display()
+            );
+            return ExitCode::from(1);
+        }
+    };
+    if json {
+        print!("{text}");
+        return ExitCode::SUCCESS;
+    }
+    match serde_json::from_str::<serde_json::Value>(&text) {
+        Ok(v) => {
+            print!("{}", edgerec_health::status::render_text(&v));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!(
+                "edgerec status: {} answered with something that is not a status ({e}): {:.200}",
+                socket.display(),
+                text
+            );
             ExitCode::from(1)
         }
     }
@@ -243,7 +319,18 @@ fn run(config: &Path, duration: Option<&str>, report_json: Option<&Path>, quiet:
             return ExitCode::from(EXIT_CONFIG);
         }
     };
-    match record(&cfg, limit, report_json, quiet) {
+    let daemon = match daemon::Daemon::start(&cfg) {
+        Ok(d) => d,
+        Err(daemon::StartError::Config(e)) => {
+            eprintln!("edgerec: {}: {e:#}", config.display());
+            return ExitCode::from(EXIT_CONFIG);
+        }
+        Err(daemon::StartError::Other(e)) => {
+            eprintln!("edgerec: {e:#}");
+            return ExitCode::from(1);
+        }
+    };
+    match record(&cfg, daemon, limit, report_json, quiet) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(EXIT_IOERR),
         Err(e) => {
@@ -257,6 +344,7 @@ fn run(config: &Path, duration: Option<&str>, report_json: Option<&Path>, quiet:
 /// written before stays on disk).
 fn record(
     cfg: &Config,
+    mut daemon: daemon::Daemon,
     limit: Option<Duration>,
     report_json: Option<&Path>,
     quiet: bool,
@@ -271,22 +359,37 @@ fn record(
             .context("installing the signal handler")?;
         signal_hook::flag::register(sig, stop.clone()).context("installing the signal handler")?;
     }
-    let sources = SyntheticSource::from_config(&cfg.sources.synthetic);
+    let mut sources = SyntheticSource::from_config(&cfg.sources.synthetic);
     if sources.is_empty() {
-        tracing::warn!("no sources configured: the recording will hold no messages");
+        tracing::warn!("no sources configured: the recording will hold only edgerec's own topics");
     }
-    let rec = Recorder::start(
-        RecorderOptions::from_config(cfg),
-        sources,
-        Arc::new(SystemClock),
-    )
-    .context("starting the recording")?;
+    sources.extend(daemon.own_topics());
+    let mut opts = RecorderOptions::from_config(cfg);
+    opts.watch = daemon.watch();
+    let clock: Arc<dyn RecordingClock> = daemon.clock.clone();
+    let rec = match Recorder::start(opts, sources, clock) {
+        Ok(r) => r,
+        Err(e) => {
+            daemon.finish(None, HealthState::Fault);
+            return Err(e).context("starting the recording");
+        }
+    };
+    let mut control = daemon.control(rec.status_handle(), &cfg.recording.root, cfg);
+    control.tick();
+    if let Some(n) = &daemon.notifier {
+        let _ = n.ready();
+    }
     let live = !quiet && std::io::stderr().is_terminal();
     let started = Instant::now();
     let mut last = (Instant::now(), 0u64);
     let mut last_log = Instant::now();
+    let mut last_tick = Instant::now();
     while !stop.load(Ordering::Relaxed) && limit.is_none_or(|l| started.elapsed() < l) {
         std::thread::sleep(Duration::from_millis(100));
+        if last_tick.elapsed() >= Duration::from_secs(1) {
+            last_tick = Instant::now();
+            control.tick();
+        }
         if live && last.0.elapsed() >= Duration::from_millis(500) {
             let s = rec.status();
             live_line(&s, &mut last);
@@ -308,6 +411,15 @@ fn record(
     let handle = rec.status_handle();
     let report = rec.stop();
     let secs = started.elapsed().as_secs_f64();
+    let failed = !matches!(&report, Ok(r) if r.storage_errors.is_empty());
+    daemon.finish(
+        Some(control),
+        if failed {
+            HealthState::Fault
+        } else {
+            HealthState::Idle
+        },
+    );
     let (status, segments, per_bin, splits, storage_errors) = match report {
         Ok(r) => (
             r.status,

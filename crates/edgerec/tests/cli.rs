@@ -16,6 +16,12 @@ fn config(root: &Path, compression: &str, extra: &str) -> String {
 root = "{root}"
 session_prefix = "test"
 
+[health]
+# No hardware watchdog in tests; socket and fault file beside the root.
+watchdog = ""
+status_socket = "{root}.sock"
+fault_file = "{root}.fault.json"
+
 [retention]
 # Tests must not depend on how full the machine's disk is.
 min_free_bytes = 0
@@ -250,7 +256,7 @@ fn config_error_exits_78_and_creates_nothing() {
     let o = edgerec(&["run", "--config", cfg.to_str().unwrap(), "--duration", "1s"]);
     assert_eq!(o.status.code(), Some(78), "{}", text(&o));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("bad.toml:16:1"), "{err}");
+    assert!(err.contains("bad.toml:22:1"), "{err}");
     assert!(err.contains("chunk_size"), "{err}");
     assert!(!root.exists(), "nothing may be created on a config error");
 

@@ -24,6 +24,12 @@ fn write_config(cfg: &Path, root: &Path) {
 root = "{root}"
 session_prefix = "full"
 
+[health]
+# No hardware watchdog in tests; socket and fault file beside the root.
+watchdog = ""
+status_socket = "{root}.sock"
+fault_file = "{root}.fault.json"
+
 [storage]
 preallocate = "4MiB"
 sync_interval = "200ms"

@@ -311,11 +311,34 @@ pub struct DiagnosticStatusSpec<'a> {
     pub values: &'a [(&'a str, &'a str)],
 }
 
+/// One sample of `edgerec_msgs/msg/ClockQuality` (see [`msg::clock_quality`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ClockQualitySpec<'a> {
+    /// `FREE_RUNNING` 0, `UNLOCKED` 1, `HOLDOVER` 2, `LOCKED` 3.
+    pub state: u8,
+    /// Offset from the reference in ns, when `offset_valid`.
+    pub offset_ns: i64,
+    /// Whether `offset_ns` was measured.
+    pub offset_valid: bool,
+    /// Where the offset came from.
+    pub offset_origin: &'a str,
+    /// ptp4l's mean path delay in ns.
+    pub mean_path_delay_ns: i64,
+    /// ptp4l's port state, empty when it does not answer.
+    pub port_state: &'a str,
+    /// Grandmaster identity, empty when unknown.
+    pub grandmaster: &'a str,
+    /// ptp4l sees a grandmaster.
+    pub gm_present: bool,
+    /// The clock that stamps the data.
+    pub source: &'a str,
+}
+
 /// Builders for the messages edgerec's synthetic source emits. Each returns
 /// the encoded message; its `_into` twin appends it to a caller's buffer
 /// (reused across messages, so nothing is allocated) and returns its length.
 pub mod msg {
-    use super::{CdrWriter, DiagnosticStatusSpec, PointFieldSpec, Time};
+    use super::{CdrWriter, ClockQualitySpec, DiagnosticStatusSpec, PointFieldSpec, Time};
 
     /// Header, length prefixes and the worst-case padding of the fixed fields
     /// of every builder here fit in this many bytes.
@@ -519,6 +542,23 @@ pub mod msg {
     ) -> usize {
         let mut w = CdrWriter::append_to(buf);
         w.time(stamp).string(frame_id).bytes(data).string(format);
+        w.finish()
+    }
+
+    /// `edgerec_msgs/msg/ClockQuality`, the clock monitor's sample.
+    pub fn clock_quality(stamp: Time, q: &ClockQualitySpec<'_>) -> Vec<u8> {
+        let strings = q.offset_origin.len() + q.port_state.len() + q.grandmaster.len();
+        let mut w = CdrWriter::with_capacity(FIXED_SLACK + 32 + strings + q.source.len());
+        w.time(stamp)
+            .u8(q.state)
+            .i64(q.offset_ns)
+            .bool(q.offset_valid)
+            .string(q.offset_origin)
+            .i64(q.mean_path_delay_ns)
+            .string(q.port_state)
+            .string(q.grandmaster)
+            .bool(q.gm_present)
+            .string(q.source);
         w.finish()
     }
 

@@ -68,7 +68,7 @@ macro_rules! definition {
     };
 }
 
-static DEFINITIONS: [MessageDefinition; 13] = [
+static DEFINITIONS: [MessageDefinition; 14] = [
     definition!("builtin_interfaces", "Time"),
     definition!("std_msgs", "Header"),
     definition!("std_msgs", "String"),
@@ -82,6 +82,7 @@ static DEFINITIONS: [MessageDefinition; 13] = [
     definition!("diagnostic_msgs", "DiagnosticStatus"),
     definition!("diagnostic_msgs", "DiagnosticArray"),
     definition!("foxglove_msgs", "CompressedVideo"),
+    definition!("edgerec_msgs", "ClockQuality"),
 ];
 
 /// Finds an embedded definition by type name, written `pkg/msg/Type` or `pkg/Type`.

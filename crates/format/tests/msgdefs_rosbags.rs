@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use edgerec_format::cdr::{msg, DiagnosticStatusSpec, PointFieldSpec, Time};
+use edgerec_format::cdr::{msg, ClockQualitySpec, DiagnosticStatusSpec, PointFieldSpec, Time};
 use edgerec_format::msgdefs;
 
 /// Exit status msgdefs_check.py uses for "reference packages not importable".
@@ -373,6 +373,53 @@ fn samples() -> Vec<Sample> {
             expected: J::O(vec![
                 ("header", header(stamp, "")),
                 ("status", J::L(status_json)),
+            ]),
+        });
+    }
+    // The clock monitor's sample: unaligned fields after a u8 and a bool
+    // exercise the int64 padding.
+    for (n, q) in [
+        ClockQualitySpec {
+            state: 3,
+            offset_ns: -42,
+            offset_valid: true,
+            offset_origin: "ptp4l master_offset",
+            mean_path_delay_ns: 1_234,
+            port_state: "SLAVE",
+            grandmaster: "0a1b2c.fffe.3d4e5f",
+            gm_present: true,
+            source: "realtime",
+        },
+        ClockQualitySpec {
+            state: 0,
+            offset_ns: 0,
+            offset_valid: false,
+            offset_origin: "",
+            mean_path_delay_ns: 0,
+            port_state: "",
+            grandmaster: "",
+            gm_present: false,
+            source: "phc /dev/ptp0",
+        },
+    ]
+    .iter()
+    .enumerate()
+    {
+        out.push(Sample {
+            id: format!("clock_quality_{n}"),
+            type_name: "edgerec_msgs/msg/ClockQuality",
+            cdr: msg::clock_quality(stamp, q),
+            expected: J::O(vec![
+                ("stamp", time(stamp)),
+                ("state", J::I(q.state.into())),
+                ("offset_ns", J::I(q.offset_ns)),
+                ("offset_valid", J::B(q.offset_valid)),
+                ("offset_origin", J::s(q.offset_origin)),
+                ("mean_path_delay_ns", J::I(q.mean_path_delay_ns)),
+                ("port_state", J::s(q.port_state)),
+                ("grandmaster", J::s(q.grandmaster)),
+                ("gm_present", J::B(q.gm_present)),
+                ("source", J::s(q.source)),
             ]),
         });
     }

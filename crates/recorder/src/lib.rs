@@ -19,7 +19,9 @@ use std::path::PathBuf;
 
 pub mod budget;
 pub mod clock;
+pub mod control;
 pub mod envelope;
+pub mod internal;
 pub mod pipeline;
 pub mod retention;
 pub mod segment;
@@ -29,7 +31,10 @@ pub mod synthetic;
 
 pub use clock::{RecordingClock, SystemClock};
 pub use envelope::{ChannelId, Envelope};
-pub use pipeline::{Recorder, RecorderOptions, RecordingReport, StatusHandle, THROUGHPUT_BIN};
+pub use pipeline::{
+    Recorder, RecorderOptions, RecordingReport, SegmentMetadataFn, StatusHandle, Watch,
+    THROUGHPUT_BIN,
+};
 pub use source::{ChannelSpec, Source, SourceError, SourceSink, StopFlag};
 pub use status::{ChannelStatus, RecorderState, RecorderStatus};
 

@@ -34,6 +34,7 @@ use std::time::{Duration, Instant};
 
 use edgerec_format::bag::MetadataVersion;
 use edgerec_format::chunk::{ChunkBuilder, ChunkCompressor, Compression, OpenChunk, SealedChunk};
+use edgerec_health::heartbeat::{Heartbeat, Heartbeats};
 use edgerec_storage::WriterOptions;
 
 use crate::budget::MemoryBudget;
@@ -86,6 +87,35 @@ pub struct RecorderOptions {
     pub split: SplitPolicy,
     /// Disk-space limits; None records until the disk is full.
     pub retention: Option<crate::retention::RetentionPolicy>,
+    /// Heartbeats and per-segment records from the rest of the recorder.
+    pub watch: Watch,
+}
+
+/// What the pipeline reports to the health side, and what it asks of it.
+#[derive(Clone, Default)]
+pub struct Watch {
+    /// Where the storage stage and every source register a heartbeat
+    /// (`storage`, `source <name>`), each with `deadline`; the watchdogs
+    /// stop being fed when one goes quiet for longer. None: not watched.
+    pub heartbeats: Option<Heartbeats>,
+    /// How long a stage may go without progress.
+    pub deadline: Duration,
+    /// Called once per segment, just before it is closed: Metadata records
+    /// that describe the whole segment (the clock's quality over it).
+    pub segment_metadata: Option<SegmentMetadataFn>,
+}
+
+/// See [`Watch::segment_metadata`].
+pub type SegmentMetadataFn = Arc<dyn Fn() -> Vec<(String, BTreeMap<String, String>)> + Send + Sync>;
+
+impl std::fmt::Debug for Watch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Watch")
+            .field("heartbeats", &self.heartbeats.is_some())
+            .field("deadline", &self.deadline)
+            .field("segment_metadata", &self.segment_metadata.is_some())
+            .finish()
+    }
 }
 
 /// A segment is closed and the next one opened when any limit is reached.
@@ -153,6 +183,10 @@ impl RecorderOptions {
                 max_messages: cfg.segment.max_messages,
             },
             retention: Some((&cfg.retention).into()),
+            watch: Watch {
+                deadline: cfg.health.stage_deadline,
+                ..Watch::default()
+            },
         }
     }
 }
@@ -162,6 +196,8 @@ impl RecorderOptions {
 pub(crate) struct PipelineCounters {
     pub(crate) bytes_written: AtomicU64,
     pub(crate) durable_bytes: AtomicU64,
+    /// Bytes of the current segment handed to storage.
+    pub(crate) segment_bytes: AtomicU64,
     pub(crate) chunks_written: AtomicU64,
     pub(crate) messages_written: AtomicU64,
     pub(crate) in_flight: AtomicUsize,
@@ -238,6 +274,23 @@ pub struct RecordingReport {
     /// Storage failures during the recording (the segment was closed at
     /// its last good chunk and recovered; recording went on in a new one).
     pub storage_errors: Vec<String>,
+}
+
+/// The sequencer's share of [`Watch`].
+struct SequencerWatch {
+    beat: Option<Heartbeat>,
+    segment_metadata: Option<SegmentMetadataFn>,
+}
+
+impl SequencerWatch {
+    /// Adds the per-segment records to a segment about to be closed.
+    fn closing(&self, seg: &mut Segment) {
+        if let Some(f) = &self.segment_metadata {
+            for (name, values) in f() {
+                seg.add_closing_metadata(name, values);
+            }
+        }
+    }
 }
 
 /// What the sequencer thread returns.
@@ -322,12 +375,14 @@ impl StatusHandle {
             elapsed: self.started.elapsed(),
             bytes_written: self.counters.bytes_written.load(Ordering::Relaxed),
             durable_bytes: self.counters.durable_bytes.load(Ordering::Relaxed),
+            segment_bytes: self.counters.segment_bytes.load(Ordering::Relaxed),
             chunks_written: self.counters.chunks_written.load(Ordering::Relaxed),
             messages_written: self.counters.messages_written.load(Ordering::Relaxed),
             budget_used: self.shared.budget.used(),
             budget_peak: self.shared.budget.peak(),
             budget_limit: self.shared.budget.limit(),
             fault,
+            disk_full,
             channels: self
                 .registry
                 .all()
@@ -385,6 +440,11 @@ impl Recorder {
             let (tx, rx) = mpsc::sync_channel(opts.queue_capacity);
             let returns = Arc::new(crate::source::return_pool());
             let mut sink = SourceSink::new(tx, returns.clone(), shared.clone());
+            if let Some(h) = &opts.watch.heartbeats {
+                sink.set_heartbeat(Arc::new(
+                    h.register(format!("source {}", src.name()), opts.watch.deadline),
+                ));
+            }
             src.register(&mut sink).map_err(|e| RecorderError::Source {
                 source_name: src.name(),
                 reason: e.to_string(),
@@ -468,10 +528,18 @@ impl Recorder {
                         + (opts.storage.queue_depth * opts.storage.block_size) as u64,
                 )
             });
+            let watch = SequencerWatch {
+                beat: opts
+                    .watch
+                    .heartbeats
+                    .as_ref()
+                    .map(|h| h.register("storage", opts.watch.deadline)),
+                segment_metadata: opts.watch.segment_metadata.clone(),
+            };
             spawn("edgerec-seq", move || {
                 sequencer_loop(
                     session, segment, sealed_rx, recycle_tx, registry, counters, budget, shared,
-                    split, retention,
+                    split, retention, watch,
                 )
             })?
         };
@@ -1020,6 +1088,7 @@ fn sequencer_loop(
     shared: Arc<SinkShared>,
     split: SplitPolicy,
     mut retention: Option<crate::retention::Retention>,
+    watch: SequencerWatch,
 ) -> Result<SequencerOutput, RecorderError> {
     // Paused for space: the reason, and the chunk size to ask room for.
     let mut space_pause: Option<u64> = None;
@@ -1101,6 +1170,12 @@ fn sequencer_loop(
     };
 
     while !(disconnected && heap.is_empty()) {
+        // The storage stage's heartbeat: this loop turns at least every
+        // tick, and stops turning when a write or a sync hangs in the
+        // kernel (the writer blocks once its buffers are all in flight).
+        if let Some(b) = &watch.beat {
+            b.beat_progress(next);
+        }
         match rx.recv_timeout(tick_every) {
             Ok(s) => {
                 if let Err(s) = heap.push(s) {
@@ -1129,6 +1204,7 @@ fn sequencer_loop(
                             &latched_last,
                             &close_tx,
                             &counters,
+                            &watch,
                         ) {
                             Ok(p) => {
                                 progress = p;
@@ -1163,6 +1239,9 @@ fn sequencer_loop(
                             latched_last.insert(m.channel, m.clone());
                         }
                         unsynced.push_back((seg.position(), s.sealed.channel_counts.clone()));
+                        counters
+                            .segment_bytes
+                            .store(seg.position(), Ordering::Relaxed);
                         for &(ch, n) in &s.sealed.channel_counts {
                             if let Some(c) = registry.get(crate::ChannelId(ch)) {
                                 c.counters.written.fetch_add(n, Ordering::Relaxed);
@@ -1258,7 +1337,8 @@ fn sequencer_loop(
     }
     // The last segment goes through the closer too, after the earlier
     // ones, so closes (and recoveries) stay in order.
-    if let Some(seg) = segment.take() {
+    if let Some(mut seg) = segment.take() {
+        watch.closing(&mut seg);
         let _ = close_tx.send(CloseJob::Finish(Box::new(seg)));
     }
     drop(close_tx);
@@ -1269,6 +1349,7 @@ fn sequencer_loop(
     storage_errors.append(&mut close_errors.lock().unwrap_or_else(|p| p.into_inner()));
     if let Some(c) = closed_list.last() {
         counters.durable_bytes.store(c.bytes, Ordering::Relaxed);
+        counters.segment_bytes.store(c.bytes, Ordering::Relaxed);
         *counters.segment.lock().unwrap_or_else(|p| p.into_inner()) = c.path.clone();
     }
     Ok(SequencerOutput {
@@ -1431,13 +1512,15 @@ fn rotate(
     latched: &std::collections::BTreeMap<u16, LatchedMessage>,
     close_tx: &mpsc::Sender<CloseJob>,
     counters: &PipelineCounters,
+    watch: &SequencerWatch,
 ) -> Result<SegmentProgress, RecorderError> {
     let all = registry.all();
     let fresh = session
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .open_segment(&all)?;
-    let old = std::mem::replace(seg, fresh);
+    let mut old = std::mem::replace(seg, fresh);
+    watch.closing(&mut old);
     if close_tx.send(CloseJob::Finish(Box::new(old))).is_err() {
         tracing::error!("segment closer is gone; the previous segment stays .active");
     }

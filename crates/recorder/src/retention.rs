@@ -202,12 +202,12 @@ pub enum RetentionError {
 
 /// One `statvfs` sample.
 #[derive(Debug, Clone, Copy)]
-struct FsSample {
-    size: u64,
-    free: u64,
+pub(crate) struct FsSample {
+    pub(crate) size: u64,
+    pub(crate) free: u64,
 }
 
-fn statvfs(path: &Path) -> io::Result<FsSample> {
+pub(crate) fn statvfs(path: &Path) -> io::Result<FsSample> {
     use std::os::unix::ffi::OsStrExt;
     let c = std::ffi::CString::new(path.as_os_str().as_bytes())
         .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path contains a NUL byte"))?;

@@ -171,6 +171,7 @@ impl Session {
             drops_at_open: BTreeMap::new(),
             written: BTreeMap::new(),
             repeats: BTreeMap::new(),
+            closing_metadata: Vec::new(),
         };
         for c in channels {
             seg.add_channel(c)?;
@@ -254,9 +255,19 @@ pub struct Segment {
     /// apart), to correct the counters if closing it fails.
     written: BTreeMap<u16, u64>,
     repeats: BTreeMap<u16, u64>,
+    /// Metadata records to write when the segment closes, before
+    /// `edgerec.drops` (the clock's quality over the segment).
+    closing_metadata: Vec<(String, BTreeMap<String, String>)>,
 }
 
 impl Segment {
+    /// Adds a Metadata record that [`finish`](Self::finish) writes; the
+    /// sequencer adds what describes the whole segment just before it
+    /// hands the segment to the closer.
+    pub fn add_closing_metadata(&mut self, name: String, values: BTreeMap<String, String>) {
+        self.closing_metadata.push((name, values));
+    }
+
     /// Writes the schema and channel records of `c` (once).
     pub fn add_channel(&mut self, c: &RegisteredChannel) -> Result<(), RecorderError> {
         let id = c.id.0;
@@ -373,6 +384,7 @@ impl Segment {
             file_name,
             drops_at_open,
             index,
+            closing_metadata,
             ..
         } = self;
         let mut drops = BTreeMap::new();
@@ -386,8 +398,10 @@ impl Segment {
                 );
             }
         }
-        let (sink, summary) = match mcap
-            .write_metadata("edgerec.drops", &drops)
+        let (sink, summary) = match closing_metadata
+            .iter()
+            .try_for_each(|(name, values)| mcap.write_metadata(name, values))
+            .and_then(|_| mcap.write_metadata("edgerec.drops", &drops))
             .and_then(|_| mcap.finish())
         {
             Ok(x) => x,

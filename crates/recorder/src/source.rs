@@ -14,6 +14,7 @@ use std::thread::Thread;
 use crate::budget::MemoryBudget;
 use crate::clock::RecordingClock;
 use crate::envelope::{ChannelId, Envelope};
+use edgerec_health::heartbeat::Heartbeat;
 
 /// What a source declares about one of its channels.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -241,6 +242,10 @@ pub struct SourceSink {
     returns: Arc<ReturnPool>,
     shared: Arc<SinkShared>,
     channels: Vec<Arc<RegisteredChannel>>,
+    /// The source's heartbeat: every push and [`alive`](Self::alive)
+    /// beats it; when the source thread ends, the last clone drops it and
+    /// the source no longer counts as a stage.
+    heartbeat: Option<Arc<Heartbeat>>,
 }
 
 /// Why a push did not enter the pipeline (it was counted as a drop).
@@ -277,6 +282,22 @@ impl SourceSink {
             returns,
             shared,
             channels: Vec::new(),
+            heartbeat: None,
+        }
+    }
+
+    pub(crate) fn set_heartbeat(&mut self, heartbeat: Arc<Heartbeat>) {
+        self.heartbeat = Some(heartbeat);
+    }
+
+    /// Tells the watchdog this source is alive without pushing: a source
+    /// waiting for input (a quiet ROS 2 topic, a camera between frames)
+    /// calls it from its loop at least once per stage deadline. Pushing
+    /// does the same.
+    #[inline]
+    pub fn alive(&self) {
+        if let Some(h) = &self.heartbeat {
+            h.beat();
         }
     }
 
@@ -322,6 +343,7 @@ impl SourceSink {
     /// instead of offering what would be dropped; real sources just push.
     #[inline]
     pub fn has_room(&self, bytes: u64) -> bool {
+        self.alive();
         !self.shared.paused.load(Ordering::Relaxed)
             && self.shared.budget.used() + bytes <= self.shared.budget.limit()
     }
@@ -347,6 +369,7 @@ impl SourceSink {
     /// offers it again. A real source uses `push`.
     #[inline]
     pub fn try_push(&self, env: Envelope) -> Result<(), (Dropped, Envelope)> {
+        self.alive();
         let Some(ch) = self.channel(env.channel) else {
             return Err((Dropped::UnknownChannel, env));
         };

@@ -71,6 +71,9 @@ pub struct RecorderStatus {
     pub bytes_written: u64,
     /// Bytes of the current segment known durable.
     pub durable_bytes: u64,
+    /// Bytes of the current segment handed to storage: with
+    /// `durable_bytes`, what a power cut now would lose beyond memory.
+    pub segment_bytes: u64,
     /// Chunks written.
     pub chunks_written: u64,
     /// Messages written.
@@ -83,6 +86,8 @@ pub struct RecorderStatus {
     pub budget_limit: u64,
     /// The storage fault, when state is Fault.
     pub fault: Option<String>,
+    /// Why recording is paused for space, when state is DiskFull.
+    pub disk_full: Option<String>,
     /// Per channel.
     pub channels: Vec<ChannelStatus>,
 }

@@ -356,6 +356,7 @@ impl Source for SyntheticSource {
                         let next = Duration::from_secs_f64(seq as f64 * period);
                         let wait = next.saturating_sub(start.elapsed());
                         if wait > Duration::from_micros(20) {
+                            sink.alive();
                             std::thread::sleep(wait.min(Duration::from_millis(50)));
                         }
                     }

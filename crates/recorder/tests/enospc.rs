@@ -55,6 +55,7 @@ fn a_real_enospc_closes_the_segment_at_its_last_good_chunk_and_recording_goes_on
         // Retention off: with it, the floor keeps a recording from ever
         // meeting ENOSPC (tests/disk_full.rs); this test is the backstop.
         retention: None,
+        watch: Default::default(),
     };
     let channel = SyntheticChannel {
         payload_size: 256 << 10,

@@ -252,6 +252,7 @@ fn options(root: &Path) -> RecorderOptions {
         library: "edgerec-recorder pipeline tests".into(),
         split: SplitPolicy::default(),
         retention: None,
+        watch: Default::default(),
     }
 }
 

@@ -1,0 +1,316 @@
+//! Wiring of everything around the pipeline when `edgerec run` starts: the
+//! recording clock and its monitor, heartbeats and the watchdogs, the LEDs,
+//! metrics, the status board and its servers, and the recorder's own
+//! topics. Each piece comes from a library crate; this file only connects
+//! them in the order the appliance needs (LEDs first, so booting shows;
+//! the watchdog before anything slow; the clock before the recorder).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use edgerec_clock::{Clock, ClockMonitor, ClockSource, MonitorOptions};
+use edgerec_config::{ClockSourceKind, Config};
+use edgerec_health::fault::{self, FaultRecord};
+use edgerec_health::heartbeat::Heartbeats;
+use edgerec_health::leds::{led_map_from_strings, Leds};
+use edgerec_health::metrics::{Collector, MetricsOptions};
+use edgerec_health::notify::Notifier;
+use edgerec_health::state::HealthState;
+use edgerec_health::status::{StatusBoard, StatusServer};
+use edgerec_health::watchdog::{LinuxWatchdog, Supervisor, SupervisorOptions, WatchdogDevice};
+use edgerec_recorder::control::{Control, ControlOptions};
+use edgerec_recorder::internal::PeriodicTopic;
+use edgerec_recorder::{Source, StatusHandle, Watch};
+
+/// What `run` holds besides the recorder.
+pub struct Daemon {
+    pub heartbeats: Heartbeats,
+    pub clock: Arc<Clock>,
+    monitor: Option<ClockMonitor>,
+    pub board: StatusBoard,
+    servers: Vec<StatusServer>,
+    pub notifier: Option<Notifier>,
+    watchdog: Option<Supervisor>,
+    leds: Option<Leds>,
+    last_fault: Option<FaultRecord>,
+    metrics_opts: MetricsOptions,
+    stage_deadline: Duration,
+    poll_interval: Duration,
+    record_status: bool,
+    record_clock: bool,
+}
+
+/// Why the daemon could not start; the binary exits 78 for `Config`.
+pub enum StartError {
+    /// The configuration names a device or address that does not work.
+    Config(anyhow::Error),
+    /// Anything else.
+    Other(anyhow::Error),
+}
+
+impl Daemon {
+    /// Everything up to (not including) the recorder: LEDs showing
+    /// booting, the previous fault reported, the watchdog armed, the clock
+    /// open and monitored.
+    pub fn start(cfg: &Config) -> Result<Daemon, StartError> {
+        let notifier = Notifier::from_env();
+        let leds = if cfg.leds.states.is_empty() {
+            None
+        } else {
+            let map = led_map_from_strings(&cfg.leds.states)
+                .map_err(|e| StartError::Config(anyhow::anyhow!("[leds.states]: {e}")))?;
+            let mut leds = Leds::new(cfg.leds.sysfs_root.clone(), map);
+            leds.show(HealthState::Booting);
+            Some(leds)
+        };
+
+        let fault_file = non_empty(&cfg.health.fault_file);
+        let last_fault = match fault_file.as_deref().map(fault::take_previous) {
+            Some(Ok(Some(f))) => {
+                tracing::warn!(
+                    "the previous run ended in a watchdog fault: stage {} silent for {} ms \
+                     (last progress {}): {}",
+                    f.stage,
+                    f.silent_for_ms,
+                    f.last_progress,
+                    f.message
+                );
+                Some(f)
+            }
+            Some(Ok(None)) | None => None,
+            Some(Err(e)) => {
+                tracing::warn!("the previous fault record cannot be read: {e}");
+                None
+            }
+        };
+
+        let heartbeats = Heartbeats::new();
+        let device: Option<Box<dyn WatchdogDevice>> = match non_empty(&cfg.health.watchdog) {
+            None => None,
+            Some(path) => match LinuxWatchdog::open(&path) {
+                Ok(w) => Some(Box::new(w)),
+                // Recording without the hardware watchdog beats not
+                // recording: the fault is logged and shown in the status
+                // (no device in the watchdog section), systemd's still
+                // applies.
+                Err(e) => {
+                    tracing::error!(
+                        "hardware watchdog unavailable, recording without it: {e} \
+                         (set health.watchdog = \"\" to run without one on purpose)"
+                    );
+                    None
+                }
+            },
+        };
+        let watchdog = if device.is_some() || notifier.is_some() || fault_file.is_some() {
+            let sup = Supervisor::start(
+                SupervisorOptions {
+                    device,
+                    timeout: cfg.health.watchdog_timeout,
+                    ping_period: None,
+                    fault_file: fault_file.clone(),
+                    // Its own connection to systemd's socket: the
+                    // supervisor sends WATCHDOG=1 from its thread.
+                    notifier: Notifier::from_env(),
+                },
+                heartbeats.clone(),
+            )
+            .map_err(|e| StartError::Other(anyhow::anyhow!("starting the watchdog thread: {e}")))?;
+            Some(sup)
+        } else {
+            None
+        };
+
+        let source = match cfg.clock.source {
+            ClockSourceKind::Realtime => ClockSource::Realtime,
+            ClockSourceKind::Tai => ClockSource::Tai,
+            ClockSourceKind::Phc => ClockSource::Phc(cfg.clock.phc.clone()),
+        };
+        let clock = Clock::open(&source).map_err(|e| {
+            StartError::Config(anyhow::anyhow!(
+                "clock.source = \"{}\": {e}",
+                cfg.clock.source.as_str()
+            ))
+        })?;
+        let clock_beat = heartbeats.register(
+            "clock",
+            cfg.health.stage_deadline.max(cfg.clock.poll_interval * 3),
+        );
+        let monitor = ClockMonitor::start(
+            MonitorOptions {
+                source,
+                phc: (!cfg.clock.phc.is_empty()).then(|| cfg.clock.phc.clone()),
+                ptp4l_socket: non_empty(&cfg.clock.ptp4l_socket),
+                domain: cfg.clock.domain,
+                poll_interval: cfg.clock.poll_interval,
+                lock_threshold_ns: cfg.clock.lock_threshold.as_nanos() as u64,
+                lock_time: cfg.clock.lock_time,
+                holdover_max: cfg.clock.holdover_max,
+            },
+            move || clock_beat.beat(),
+        )
+        .map_err(|e| {
+            StartError::Config(anyhow::anyhow!("clock.phc = \"{}\": {e}", cfg.clock.phc))
+        })?;
+
+        Ok(Daemon {
+            heartbeats,
+            clock: Arc::new(clock),
+            monitor: Some(monitor),
+            board: StatusBoard::new(),
+            servers: Vec::new(),
+            notifier,
+            watchdog,
+            leds,
+            last_fault,
+            metrics_opts: MetricsOptions {
+                sys_root: cfg.metrics.sys_root.clone(),
+                proc_root: cfg.metrics.proc_root.clone(),
+                data_dir: cfg.recording.root.clone(),
+                nvml: cfg.metrics.nvml,
+            },
+            stage_deadline: cfg.health.stage_deadline,
+            poll_interval: cfg.clock.poll_interval,
+            record_status: cfg.health.record_status,
+            record_clock: cfg.health.record_clock,
+        })
+        .and_then(|mut d| {
+            d.serve(cfg)?;
+            Ok(d)
+        })
+    }
+
+    fn serve(&mut self, cfg: &Config) -> Result<(), StartError> {
+        if let Some(path) = non_empty(&cfg.health.status_socket) {
+            let server = StatusServer::unix(&path, self.board.clone())
+                .map_err(|e| StartError::Config(anyhow::anyhow!("health.status_socket: {e}")))?;
+            self.servers.push(server);
+        }
+        if !cfg.health.prometheus.is_empty() {
+            let addr = cfg
+                .health
+                .prometheus
+                .parse()
+                .context("health.prometheus")
+                .map_err(StartError::Config)?;
+            let server = StatusServer::prometheus(addr, self.board.clone())
+                .map_err(|e| StartError::Config(anyhow::anyhow!("health.prometheus: {e}")))?;
+            tracing::info!("Prometheus metrics on http://{addr}/metrics");
+            self.servers.push(server);
+        }
+        Ok(())
+    }
+
+    /// What the pipeline needs from the health side: heartbeats for the
+    /// storage stage and the sources, and the clock's record per segment.
+    pub fn watch(&self) -> Watch {
+        let handle = self.monitor.as_ref().map(|m| m.handle());
+        Watch {
+            heartbeats: Some(self.heartbeats.clone()),
+            deadline: self.stage_deadline,
+            segment_metadata: handle.map(|h| {
+                Arc::new(move || {
+                    vec![(
+                        edgerec_clock::SEGMENT_METADATA_NAME.to_owned(),
+                        h.segment_summary(),
+                    )]
+                }) as edgerec_recorder::SegmentMetadataFn
+            }),
+        }
+    }
+
+    /// The recorder's own topics, as configured.
+    pub fn own_topics(&self) -> Vec<Box<dyn Source>> {
+        let mut out: Vec<Box<dyn Source>> = Vec::new();
+        if self.record_status {
+            let board = self.board.clone();
+            out.push(Box::new(PeriodicTopic::status(
+                Duration::from_secs(1),
+                move || {
+                    let json = board.json();
+                    (!json.is_empty()).then(|| json.to_string())
+                },
+            )));
+        }
+        if let (true, Some(m)) = (self.record_clock, &self.monitor) {
+            out.push(Box::new(PeriodicTopic::clock(
+                self.poll_interval,
+                m.handle(),
+            )));
+        }
+        out
+    }
+
+    /// The control loop over a started recorder; it takes the watchdog
+    /// supervisor and the LEDs until [`finish`](Self::finish).
+    pub fn control(&mut self, recorder: StatusHandle, data_dir: &Path, cfg: &Config) -> Control {
+        let mut control = Control::new(
+            ControlOptions {
+                data_dir: data_dir.to_path_buf(),
+                disk_low_percent: cfg.health.disk_low_percent,
+                drops_window: cfg.health.drops_window,
+                deadline: self.stage_deadline,
+            },
+            recorder,
+            self.heartbeats.clone(),
+            self.board.clone(),
+        )
+        .with_metrics(Collector::probe(self.metrics_opts.clone()))
+        .with_last_fault(self.last_fault.clone());
+        if let Some(m) = &self.monitor {
+            control = control.with_clock(m.handle());
+        }
+        if let Some(w) = self.watchdog.take() {
+            control = control.with_watchdog(w);
+        }
+        if let Some(l) = self.leds.take() {
+            control = control.with_leds(l);
+        }
+        if let Some(n) = Notifier::from_env() {
+            control = control.with_notifier(n);
+        }
+        control
+    }
+
+    /// Shows `state` on the LEDs while no control loop runs.
+    pub fn show(&mut self, state: HealthState) {
+        if let Some(l) = &mut self.leds {
+            l.show(state);
+        }
+    }
+
+    /// Clean stop: tells systemd, stops the clock monitor and the servers,
+    /// shows the final state and disarms the hardware watchdog where the
+    /// device allows (else the supervisor keeps it fed until exit).
+    pub fn finish(mut self, control: Option<Control>, final_state: HealthState) {
+        if let Some(n) = &self.notifier {
+            let _ = n.stopping();
+        }
+        if let Some(c) = control {
+            let (w, l) = c.finish();
+            if w.is_some() {
+                self.watchdog = w;
+            }
+            if l.is_some() {
+                self.leds = l;
+            }
+        }
+        self.show(final_state);
+        self.servers.clear();
+        if let Some(m) = self.monitor.take() {
+            m.stop();
+        }
+        if let Some(w) = self.watchdog.take() {
+            match w.stop() {
+                Ok(how) => tracing::info!("watchdog: {how:?}"),
+                Err(e) => tracing::warn!("watchdog: clean stop failed: {e}"),
+            }
+        }
+    }
+}
+
+fn non_empty(p: &Path) -> Option<PathBuf> {
+    (!p.as_os_str().is_empty()).then(|| p.to_path_buf())
+}
