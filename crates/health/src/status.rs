@@ -475,6 +475,10 @@ pub enum ServeError {
     },
 }
 
+/// What the socket answers before the first snapshot: the recorder is
+/// still recovering unfinished segments and opening its sources.
+const BOOTING: &str = r#"{"schema":1,"state":"booting","reasons":["starting: recovering unfinished segments and opening sources"]}"#;
+
 /// A thread answering every connection with the board's JSON (and a
 /// newline), then closing it. Stopped and its socket file removed on drop.
 pub struct StatusServer {
@@ -522,6 +526,7 @@ impl StatusServer {
                     if let Ok(mut s) = conn {
                         let _ = s.set_write_timeout(Some(Duration::from_secs(1)));
                         let json = board.json();
+                        let json: &str = if json.is_empty() { BOOTING } else { &json };
                         let _ = s
                             .write_all(json.as_bytes())
                             .and_then(|_| s.write_all(b"\n"));
@@ -806,4 +811,172 @@ pub fn render_text(v: &Value) -> String {
         None => line("watchdog:  off".to_owned()),
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use edgerec_clock::ClockState;
+
+    fn snapshot() -> StatusSnapshot {
+        StatusSnapshot {
+            schema: SCHEMA,
+            version: "0.1.0".into(),
+            time_unix_ns: 1,
+            uptime_s: 12.0,
+            state: HealthState::Degraded,
+            reasons: vec!["drops rising on /cam \"front\"".into()],
+            clock: Some(ClockStatus {
+                source: "realtime".into(),
+                device: None,
+                state: ClockState::Unlocked,
+                since_ns: 0,
+                reason: "offset 5 us above 1 us".into(),
+                unlocked: true,
+                last_offset_ns: Some(5000),
+                offset_origin: Some("ptp4l master_offset".into()),
+                phc_device: None,
+                phc_offset: None,
+                phc_error: None,
+                ptp4l: None,
+                ptp4l_error: None,
+                tai_offset_s: None,
+                tai_note: None,
+                polls: 3,
+            }),
+            storage: StorageStatus {
+                backend: "io_uring+O_DIRECT".into(),
+                write_mb_s: 41.5,
+                bytes_written: 1_000_000,
+                free_bytes: Some(1 << 30),
+                total_bytes: Some(4 << 30),
+                ..StorageStatus::default()
+            },
+            session: Some(SessionStatus {
+                dir: "/data/s".into(),
+                segment: "/data/s/s_0.mcap.active".into(),
+            }),
+            sources: vec![SourceStatus {
+                topic: "/cam \"front\"".into(),
+                type_name: "sensor_msgs/msg/Image".into(),
+                rate_hz: 30.0,
+                dropped: 2,
+                ..SourceStatus::default()
+            }],
+            metrics: vec![Metric {
+                name: "cpu.load".into(),
+                value: 12.5,
+                unit: "percent",
+                origin: "/proc/stat".into(),
+            }],
+            metric_sources: vec![],
+            stages: vec![],
+            watchdog: None,
+            leds: None,
+            last_fault: None,
+        }
+    }
+
+    #[test]
+    fn diagnostics_have_levels_and_values() {
+        let d = snapshot().diagnostics();
+        let names: Vec<&str> = d.iter().map(|x| x.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "edgerec: recorder",
+                "edgerec: clock",
+                "edgerec: storage",
+                "edgerec: source /cam \"front\"",
+                "edgerec: metrics"
+            ]
+        );
+        assert_eq!(d[0].level, level::WARN);
+        assert_eq!(d[0].message, "degraded: drops rising on /cam \"front\"");
+        assert_eq!(d[1].level, level::WARN);
+        assert!(d[1]
+            .values
+            .contains(&("last_offset_ns".to_owned(), "5000".to_owned())));
+        assert_eq!(d[2].level, level::OK);
+        assert_eq!(d[2].message, "io_uring+O_DIRECT at 41.5 MB/s");
+        assert_eq!(d[3].level, level::WARN);
+        assert_eq!(
+            d[4].values,
+            vec![(
+                "cpu.load".to_owned(),
+                "12.5 percent (/proc/stat)".to_owned()
+            )]
+        );
+    }
+
+    #[test]
+    fn prometheus_text_escapes_labels() {
+        let p = snapshot().prometheus();
+        assert!(p.contains("edgerec_state{state=\"degraded\"} 1\n"), "{p}");
+        assert!(p.contains("edgerec_state{state=\"recording\"} 0\n"));
+        assert!(
+            p.contains("edgerec_topic_dropped{topic=\"/cam \\\"front\\\"\"} 2\n"),
+            "{p}"
+        );
+        assert!(p.contains("edgerec_clock_offset_ns 5000\n"));
+        assert!(p.contains("# TYPE edgerec_metric gauge\n"));
+    }
+
+    #[test]
+    fn socket_serves_booting_then_the_snapshot_and_replaces_a_stale_file() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("run/edgerec.sock");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        // A socket file left by a crash: nobody listens on it.
+        drop(UnixListener::bind(&path).unwrap());
+        assert!(path.exists());
+        let board = StatusBoard::new();
+        let server = StatusServer::unix(&path, board.clone()).unwrap();
+        let first: Value =
+            serde_json::from_str(&fetch(&path, Duration::from_secs(2)).unwrap()).unwrap();
+        assert_eq!(first["state"], "booting");
+        board.publish(&snapshot());
+        let v: Value =
+            serde_json::from_str(&fetch(&path, Duration::from_secs(2)).unwrap()).unwrap();
+        assert_eq!(v["state"], "degraded");
+        assert_eq!(v["clock"]["state"], "unlocked");
+        // A second server on a live socket is refused, naming the path.
+        let err = StatusServer::unix(&path, StatusBoard::new()).err().unwrap();
+        assert!(matches!(err, ServeError::InUse { .. }), "{err}");
+        drop(server);
+        assert!(!path.exists(), "the socket file is removed on stop");
+    }
+
+    #[test]
+    fn text_names_what_the_operator_asks() {
+        let v = serde_json::to_value(snapshot()).unwrap();
+        let t = render_text(&v);
+        assert!(
+            t.starts_with("state:     degraded: drops rising on /cam \"front\""),
+            "{t}"
+        );
+        assert!(t.contains("clock:     realtime, unlocked (offset 5 us above 1 us); offset 5000 ns (ptp4l master_offset); data flagged unlocked"), "{t}");
+        assert!(t.contains("storage:   io_uring+O_DIRECT, 41.5 MB/s"), "{t}");
+        assert!(t.contains("cpu.load"), "{t}");
+        assert!(t.contains("/proc/stat"), "{t}");
+        assert!(t.contains("watchdog:  off"), "{t}");
+        // The booting answer renders too.
+        let b: Value = serde_json::from_str(BOOTING).unwrap();
+        assert!(render_text(&b).starts_with("state:     booting: starting"));
+    }
+
+    #[test]
+    fn prometheus_endpoint_answers_http() {
+        let board = StatusBoard::new();
+        board.publish(&snapshot());
+        let server = StatusServer::prometheus("127.0.0.1:0".parse().unwrap(), board).unwrap();
+        let addr = server.local_addr().unwrap();
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+        let mut body = String::new();
+        s.read_to_string(&mut body).unwrap();
+        assert!(body.starts_with("HTTP/1.0 200 OK\r\n"), "{body}");
+        assert!(body.contains("Content-Type: text/plain; version=0.0.4"));
+        assert!(body.contains("edgerec_uptime_seconds 12"));
+    }
 }

@@ -1,0 +1,362 @@
+//! The health side of a running recorder, end to end through the binary:
+//! `edgerec status` (text and JSON) on a running recording shows the
+//! health state and its reasons, the clock, storage, every source and the
+//! metrics with their origins; the LEDs (a directory laid out like
+//! /sys/class/leds) show the state; the Prometheus endpoint answers; and
+//! the closed segments carry the clock's `edgerec.clock` record and the
+//! `/edgerec/status` and `/edgerec/clock` topics.
+
+use std::io::{Read, Write};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_edgerec");
+
+struct Kill(Child);
+
+impl Drop for Kill {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn config(dir: &Path, prom_port: u16) -> String {
+    format!(
+        r#"
+[recording]
+root = "{d}/rec"
+session_prefix = "status"
+
+[retention]
+min_free_bytes = 0
+min_free_percent = 0
+
+[storage]
+sync_interval = "200ms"
+
+[mcap]
+chunk_max_age = "100ms"
+
+[clock]
+# No ptp4l answers here: the clock is free-running and the data flagged.
+ptp4l_socket = "{d}/no-ptp4l"
+poll_interval = "200ms"
+
+[health]
+watchdog = ""
+fault_file = "{d}/last-fault.json"
+status_socket = "{d}/edgerec.sock"
+prometheus = "127.0.0.1:{prom_port}"
+
+[leds]
+sysfs_root = "{d}/leds"
+
+[leds.states]
+booting = {{ "green" = "blink-fast" }}
+idle = {{ "green" = "on" }}
+recording = {{ "green" = "blink:900/100" }}
+degraded = {{ "green" = "blink:900/100", "red" = "blink" }}
+fault = {{ "red" = "on" }}
+
+[[sources.synthetic]]
+topic = "/imu"
+type = "sensor_msgs/msg/Imu"
+rate = 200
+
+[[sources.synthetic]]
+topic = "/camera/image_raw"
+type = "sensor_msgs/msg/Image"
+rate = 10
+payload_size = "100KiB"
+"#,
+        d = dir.display()
+    )
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .trim()
+        .to_owned()
+}
+
+#[test]
+fn status_of_a_running_recorder() {
+    let d = tempfile::tempdir().unwrap();
+    for led in ["green", "red"] {
+        let dir = d.path().join("leds").join(led);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("max_brightness"), "255\n").unwrap();
+        std::fs::write(dir.join("brightness"), "0\n").unwrap();
+        std::fs::write(dir.join("trigger"), "[none] timer\n").unwrap();
+    }
+    // A port of our own: bind 0, take the number, release it.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let cfg = d.path().join("edgerec.toml");
+    std::fs::write(&cfg, config(d.path(), port)).unwrap();
+    // The previous run ended in a watchdog reset: its fault file is there.
+    std::fs::write(
+        d.path().join("last-fault.json"),
+        r#"{"stage":"storage","deadline_ms":5000,"silent_for_ms":5200,"last_progress":4711,
+            "at_unix_ns":1,"boot_id":null,"pid":1,"message":"storage stalled"}"#,
+    )
+    .unwrap();
+    // A socket playing systemd, which also asks for watchdog pings; drained
+    // on a thread: a datagram socket's queue is short (10 by default) and
+    // a full one makes the sender drop messages.
+    let notify = std::os::unix::net::UnixDatagram::bind(d.path().join("notify.sock")).unwrap();
+    notify
+        .set_read_timeout(Some(Duration::from_millis(200)))
+        .unwrap();
+    let heard = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let listening = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let listener = {
+        let heard = heard.clone();
+        let listening = listening.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while listening.load(std::sync::atomic::Ordering::Acquire) {
+                if let Ok(n) = notify.recv(&mut buf) {
+                    heard
+                        .lock()
+                        .unwrap()
+                        .push(String::from_utf8_lossy(&buf[..n]).into_owned());
+                }
+            }
+        })
+    };
+    let child = Command::new(BIN)
+        .args([
+            "run",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--duration",
+            "30s",
+        ])
+        .env("EDGEREC_LOG", "warn")
+        .env("NOTIFY_SOCKET", d.path().join("notify.sock"))
+        .env("WATCHDOG_USEC", "1000000")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut child = Kill(child);
+
+    // Wait until the status has rates (two control ticks).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let json: serde_json::Value = loop {
+        let o = Command::new(BIN)
+            .args(["status", "--config", cfg.to_str().unwrap(), "--json"])
+            .output()
+            .unwrap();
+        if o.status.success() {
+            let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+            let imu_rate = v["sources"]
+                .as_array()
+                .and_then(|a| a.iter().find(|s| s["topic"] == "/imu"))
+                .and_then(|s| s["rate_hz"].as_f64())
+                .unwrap_or(0.0);
+            if imu_rate > 0.0 && v["uptime_s"].as_f64().unwrap_or(0.0) >= 2.0 {
+                break v;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no status with rates within 20 s"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    };
+
+    // The state and why: no PTP here, so the clock is free-running and
+    // the recording is degraded by it, said in words.
+    assert_eq!(json["schema"], 1);
+    assert_eq!(json["state"], "degraded", "{json:#}");
+    assert_eq!(json["reasons"][0], "clock unlocked", "{json:#}");
+    // Clock: source, quality, the reason ptp4l did not answer.
+    let clock = &json["clock"];
+    assert_eq!(clock["source"], "realtime");
+    assert_eq!(clock["state"], "free_running");
+    assert_eq!(clock["unlocked"], true);
+    assert!(
+        clock["ptp4l_error"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("{}/no-ptp4l", d.path().display())),
+        "{clock:#}"
+    );
+    // Storage: backend, a write rate, free space.
+    let storage = &json["storage"];
+    assert!(storage["backend"].as_str().unwrap().contains('+') || storage["backend"] == "buffered");
+    assert!(storage["write_mb_s"].as_f64().unwrap() > 0.0, "{storage:#}");
+    assert!(storage["free_bytes"].as_u64().unwrap() > 0);
+    // Sources: the two synthetic ones at about their rates, and the
+    // recorder's own topics.
+    let sources = json["sources"].as_array().unwrap();
+    let rate = |t: &str| {
+        sources
+            .iter()
+            .find(|s| s["topic"] == t)
+            .unwrap_or_else(|| panic!("{t} missing"))["rate_hz"]
+            .as_f64()
+            .unwrap()
+    };
+    assert!((100.0..300.0).contains(&rate("/imu")), "{}", rate("/imu"));
+    assert!((5.0..15.0).contains(&rate("/camera/image_raw")));
+    assert!(rate("/edgerec/status") > 0.0);
+    assert!(rate("/edgerec/clock") > 0.0);
+    // Metrics, each with an origin; CPU from /proc/stat; GPU families say
+    // why they have no source on this host.
+    let metrics = json["metrics"].as_array().unwrap();
+    let cpu = metrics.iter().find(|m| m["name"] == "cpu.load").unwrap();
+    assert!(cpu["origin"].as_str().unwrap().contains("/proc/stat"));
+    assert!(metrics
+        .iter()
+        .all(|m| !m["origin"].as_str().unwrap().is_empty()));
+    let gpu = json["metric_sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["family"] == "gpu load")
+        .unwrap();
+    assert!(!gpu["origin"].as_str().unwrap().is_empty());
+    // Every watched stage, fresh.
+    let stages: Vec<&str> = json["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    for want in ["storage", "clock", "control", "source /edgerec/status"] {
+        assert!(stages.contains(&want), "{want} not in {stages:?}");
+    }
+    assert!(json["stages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|s| s["stalled"] == false));
+
+    // The fault of the previous run is reported, and its file moved aside
+    // so that the next start does not report it again.
+    assert_eq!(json["last_fault"]["stage"], "storage", "{json:#}");
+    assert_eq!(json["last_fault"]["last_progress"], 4711);
+    assert!(!d.path().join("last-fault.json").exists());
+    assert!(d.path().join("last-fault.reported.json").exists());
+    // systemd's watchdog is fed under the heartbeat rule.
+    assert!(json["watchdog"]["systemd_interval_ms"] == 1000, "{json:#}");
+
+    // The text form names the same things with their origins.
+    let o = Command::new(BIN)
+        .args(["status", "--config", cfg.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let text = String::from_utf8_lossy(&o.stdout);
+    for want in [
+        "state:     degraded: clock unlocked",
+        "clock:     realtime, free_running",
+        "storage:   ",
+        "/imu",
+        "cpu.load",
+        "/proc/stat",
+        "source of gpu load",
+        "stages:    ",
+    ] {
+        assert!(text.contains(want), "`{want}` missing from:\n{text}");
+    }
+
+    // LEDs show degraded: green blinks slowly, red blinks.
+    let leds = d.path().join("leds");
+    assert_eq!(read(&leds.join("green/trigger")), "timer");
+    assert_eq!(read(&leds.join("green/delay_on")), "900");
+    assert_eq!(read(&leds.join("green/delay_off")), "100");
+    assert_eq!(read(&leds.join("red/trigger")), "timer");
+    assert_eq!(read(&leds.join("red/delay_on")), "500");
+
+    // Prometheus text on the configured port.
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").unwrap();
+    let mut body = String::new();
+    s.read_to_string(&mut body).unwrap();
+    assert!(body.starts_with("HTTP/1.0 200 OK"), "{body}");
+    assert!(
+        body.contains("edgerec_state{state=\"degraded\"} 1"),
+        "{body}"
+    );
+    assert!(
+        body.contains("edgerec_topic_rate_hz{topic=\"/imu\"}"),
+        "{body}"
+    );
+
+    // Stop cleanly: the socket goes away, the LEDs show idle.
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe {
+        libc::kill(child.0.id() as i32, libc::SIGTERM);
+    }
+    let status = child.0.wait().unwrap();
+    assert!(status.success());
+    // What systemd heard: READY=1 once started, STATUS= lines, WATCHDOG=1
+    // (every 500 ms while healthy), STOPPING=1 at the end.
+    std::thread::sleep(Duration::from_millis(300));
+    listening.store(false, std::sync::atomic::Ordering::Release);
+    listener.join().unwrap();
+    let heard = heard.lock().unwrap().clone();
+    let count = |p: &str| heard.iter().filter(|m| m.starts_with(p)).count();
+    assert_eq!(count("READY=1"), 1, "{heard:?}");
+    assert_eq!(count("STOPPING=1"), 1, "{heard:?}");
+    assert!(count("WATCHDOG=1") >= 3, "{heard:?}");
+    assert!(
+        heard.iter().any(|m| m.starts_with("STATUS=degraded: ")),
+        "{heard:?}"
+    );
+    let ready = heard.iter().position(|m| m == "READY=1").unwrap();
+    let stopping = heard.iter().position(|m| m == "STOPPING=1").unwrap();
+    assert!(ready < stopping);
+    assert!(!d.path().join("edgerec.sock").exists());
+    assert_eq!(read(&leds.join("green/trigger")), "none");
+    assert_eq!(read(&leds.join("green/brightness")), "255");
+    assert_eq!(read(&leds.join("red/brightness")), "0");
+
+    // The recording carries the clock's record and the own topics.
+    let session = std::fs::read_dir(d.path().join("rec"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.is_dir())
+        .unwrap();
+    let seg = std::fs::read_dir(&session)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "mcap"))
+        .unwrap();
+    let rb = edgerec_testkit::mcap_readback(&seg).unwrap();
+    let clock_meta = rb
+        .metadata
+        .get("edgerec.clock")
+        .expect("edgerec.clock metadata record");
+    assert_eq!(clock_meta["source"], "realtime");
+    assert_eq!(clock_meta["worst_state"], "free_running");
+    assert!(clock_meta["polls"].parse::<u64>().unwrap() > 0);
+    for topic in ["/edgerec/status", "/edgerec/clock"] {
+        assert!(
+            rb.messages.iter().any(|m| m.topic == topic),
+            "{topic} not in the recording"
+        );
+    }
+    let last_status = rb
+        .messages
+        .iter()
+        .rev()
+        .find(|m| m.topic == "/edgerec/status")
+        .unwrap();
+    // std_msgs/String CDR: 4-byte header, u32 length, text, NUL.
+    let len = u32::from_le_bytes(last_status.data[4..8].try_into().unwrap()) as usize;
+    let text = std::str::from_utf8(&last_status.data[8..8 + len - 1]).unwrap();
+    let v: serde_json::Value = serde_json::from_str(text).unwrap();
+    assert_eq!(v["schema"], 1);
+    drop(child);
+}
