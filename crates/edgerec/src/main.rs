@@ -366,6 +366,14 @@ fn record(
     sources.extend(daemon.own_topics());
     let mut opts = RecorderOptions::from_config(cfg);
     opts.watch = daemon.watch();
+    #[cfg(feature = "fault-injection")]
+    {
+        let stall = Arc::new(AtomicBool::new(false));
+        signal_hook::flag::register(signal_hook::consts::SIGUSR2, stall.clone())
+            .context("installing the fault-injection signal handler")?;
+        tracing::warn!("built with fault-injection: SIGUSR2 makes the storage stage hang");
+        opts.watch.stall_storage = Some(stall);
+    }
     let clock: Arc<dyn RecordingClock> = daemon.clock.clone();
     let rec = match Recorder::start(opts, sources, clock) {
         Ok(r) => r,

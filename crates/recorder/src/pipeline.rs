@@ -103,6 +103,11 @@ pub struct Watch {
     /// Called once per segment, just before it is closed: Metadata records
     /// that describe the whole segment (the clock's quality over it).
     pub segment_metadata: Option<SegmentMetadataFn>,
+    /// Test builds only: once set, the storage stage hangs (the sequencer
+    /// stops turning, so its heartbeat stops), to prove that the watchdog
+    /// resets the board.
+    #[cfg(feature = "fault-injection")]
+    pub stall_storage: Option<Arc<AtomicBool>>,
 }
 
 /// See [`Watch::segment_metadata`].
@@ -280,6 +285,8 @@ pub struct RecordingReport {
 struct SequencerWatch {
     beat: Option<Heartbeat>,
     segment_metadata: Option<SegmentMetadataFn>,
+    #[cfg(feature = "fault-injection")]
+    stall_storage: Option<Arc<AtomicBool>>,
 }
 
 impl SequencerWatch {
@@ -535,6 +542,8 @@ impl Recorder {
                     .as_ref()
                     .map(|h| h.register("storage", opts.watch.deadline)),
                 segment_metadata: opts.watch.segment_metadata.clone(),
+                #[cfg(feature = "fault-injection")]
+                stall_storage: opts.watch.stall_storage.clone(),
             };
             spawn("edgerec-seq", move || {
                 sequencer_loop(
@@ -1175,6 +1184,15 @@ fn sequencer_loop(
         // kernel (the writer blocks once its buffers are all in flight).
         if let Some(b) = &watch.beat {
             b.beat_progress(next);
+        }
+        #[cfg(feature = "fault-injection")]
+        if let Some(stall) = &watch.stall_storage {
+            if stall.load(Ordering::Acquire) {
+                tracing::error!("fault injection: the storage stage hangs now, on purpose");
+                while stall.load(Ordering::Acquire) {
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            }
         }
         match rx.recv_timeout(tick_every) {
             Ok(s) => {

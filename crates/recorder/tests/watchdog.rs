@@ -78,6 +78,8 @@ impl Source for Sensor {
     }
 }
 
+// The update fills the test-only fault switch when that feature is on.
+#[allow(clippy::needless_update)]
 fn options(root: &Path, heartbeats: &Heartbeats) -> RecorderOptions {
     RecorderOptions {
         root: root.to_path_buf(),
@@ -100,7 +102,7 @@ fn options(root: &Path, heartbeats: &Heartbeats) -> RecorderOptions {
         watch: Watch {
             heartbeats: Some(heartbeats.clone()),
             deadline: DEADLINE,
-            segment_metadata: None,
+            ..Watch::default()
         },
     }
 }
