@@ -333,6 +333,15 @@ fn status_of_a_running_recorder() {
         .map(|e| e.unwrap().path())
         .find(|p| p.extension().is_some_and(|e| e == "mcap"))
         .unwrap();
+    let info = Command::new(BIN)
+        .args(["info", session.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let info = String::from_utf8_lossy(&info.stdout);
+    assert!(
+        info.contains("clock free_running (") && info.contains(" polls flagged)"),
+        "{info}"
+    );
     let rb = edgerec_testkit::mcap_readback(&seg).unwrap();
     let clock_meta = rb
         .metadata

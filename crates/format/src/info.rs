@@ -226,6 +226,17 @@ impl fmt::Display for BagInfo {
                         "{} messages",
                         s.statistics.as_ref().map(|x| x.message_count).unwrap_or(0)
                     );
+                    if let Some(c) = s.metadata.get("edgerec.clock") {
+                        // The worst clock state while this segment was
+                        // recorded: data stamped unlocked is flagged here.
+                        let get = |k: &str| c.get(k).map(String::as_str).unwrap_or("?");
+                        note.push_str(&format!(
+                            "  clock {} ({} of {} polls flagged)",
+                            get("worst_state"),
+                            get("flagged_polls"),
+                            get("polls")
+                        ));
+                    }
                     if let Some(r) = e.recovered() {
                         let get = |k: &str| r.get(k).map(String::as_str).unwrap_or("?");
                         note.push_str(&format!(
