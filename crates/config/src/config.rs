@@ -119,7 +119,7 @@ pub struct HealthConfig {
     pub watchdog_timeout: Duration,
     /// How long a stage (storage, a source, the clock monitor, the control
     /// loop) may go without progress before it counts as stalled and the
-    /// watchdogs stop being fed; 100 ms to 10 min, below the timeout.
+    /// watchdogs stop being fed; 500 ms to 10 min, below the timeout.
     /// Default 5 s.
     pub stage_deadline: Duration,
     /// Where the stalled stage is written before the reset comes. Default
@@ -619,8 +619,10 @@ pub(crate) mod limits {
     pub const HOLDOVER_MAX: (Duration, Duration) = (Duration::ZERO, Duration::from_secs(24 * 3600));
     pub const WATCHDOG_TIMEOUT: (Duration, Duration) =
         (Duration::from_secs(1), Duration::from_secs(600));
+    /// Stages beat at least every 100 ms (the control loop wakes that
+    /// often); half a second leaves room for a loaded machine.
     pub const STAGE_DEADLINE: (Duration, Duration) =
-        (Duration::from_millis(100), Duration::from_secs(600));
+        (Duration::from_millis(500), Duration::from_secs(600));
     pub const DISK_LOW_PERCENT: (i64, i64) = (0, 90);
     pub const DROPS_WINDOW: (Duration, Duration) =
         (Duration::from_secs(1), Duration::from_secs(3600));

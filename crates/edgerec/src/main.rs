@@ -394,6 +394,7 @@ fn record(
     let mut last_tick = Instant::now();
     while !stop.load(Ordering::Relaxed) && limit.is_none_or(|l| started.elapsed() < l) {
         std::thread::sleep(Duration::from_millis(100));
+        control.alive();
         if last_tick.elapsed() >= Duration::from_secs(1) {
             last_tick = Instant::now();
             control.tick();

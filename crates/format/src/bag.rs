@@ -118,6 +118,11 @@ impl BagMetadata {
         channels: &std::collections::BTreeMap<u16, crate::records::Channel>,
         schemas: &std::collections::BTreeMap<u16, crate::records::Schema>,
     ) {
+        // Idempotent: a reload from disk may have listed a file whose
+        // closer adds it a moment later; counting it twice would be wrong.
+        if self.files.iter().any(|f| f.path == path) {
+            return;
+        }
         self.files.push(FileInfo {
             path,
             starting_time_ns: st.message_start_time,
@@ -233,6 +238,12 @@ impl BagMetadata {
 /// Replaces `dir/name` with `data` so that a power cut leaves the old or the
 /// new content.
 pub fn write_file_atomic(dir: &Path, name: &str, data: &[u8]) -> std::io::Result<()> {
+    // One writer at a time in this process: two threads (a segment's
+    // closer and retention) sharing the temporary name would rename each
+    // other's file away. Writes are rare (once per segment), so one lock
+    // for all directories costs nothing.
+    static WRITING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _one = WRITING.lock().unwrap_or_else(|p| p.into_inner());
     let tmp = dir.join(format!(".{name}.tmp"));
     {
         let mut f = OpenOptions::new()
@@ -314,6 +325,45 @@ mod tests {
         assert!(y.contains("  version: 9\n"));
         assert!(y.contains("        offered_qos_profiles:\n          - history: 1\n"));
         assert!(y.contains("  ros_distro: jazzy\n"));
+    }
+
+    /// A reload from disk may list a file before its closer adds it: the
+    /// second add must not count it twice (seen on the QEMU board).
+    #[test]
+    fn adding_a_listed_file_again_changes_nothing() {
+        let mut m = sample(MetadataVersion::Humble);
+        let st = crate::records::Statistics {
+            message_count: 20,
+            message_start_time: 1_000,
+            message_end_time: 1_500,
+            ..Default::default()
+        };
+        m.add_file(
+            "s_0.mcap".into(),
+            &st,
+            &Default::default(),
+            &Default::default(),
+        );
+        assert_eq!(m.files.len(), 2);
+        assert_eq!(m.message_count(), 30);
+    }
+
+    /// Two threads rewriting the same metadata.yaml (a closer and
+    /// retention) must never rename each other's temporary file away.
+    #[test]
+    fn concurrent_atomic_writes_do_not_collide() {
+        let d = tempfile::tempdir().unwrap();
+        std::thread::scope(|s| {
+            for t in 0..4u8 {
+                let dir = d.path();
+                s.spawn(move || {
+                    for _ in 0..50 {
+                        write_file_atomic(dir, "metadata.yaml", &[t; 64]).unwrap();
+                    }
+                });
+            }
+        });
+        assert_eq!(fs::read(d.path().join("metadata.yaml")).unwrap().len(), 64);
     }
 
     #[test]

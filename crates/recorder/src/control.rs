@@ -139,6 +139,13 @@ impl Control {
         self.snapshot.as_ref()
     }
 
+    /// Beats the control loop's heartbeat between ticks: the loop calls it
+    /// every time it wakes (every 100 ms), so a stage deadline shorter
+    /// than the 1 s tick does not make a healthy loop look stalled.
+    pub fn alive(&self) {
+        self.beat.beat();
+    }
+
     /// Storage failures seen so far (the binary reports them at the end).
     pub fn note_storage_errors(&mut self, n: u64) {
         self.storage_errors = n;

@@ -784,7 +784,8 @@ impl Retention {
 
     /// After deleting from `dir`: removes it when only `metadata.yaml` is
     /// left (and it is not the active session), else rewrites its
-    /// `metadata.yaml` from the segments that remain.
+    /// `metadata.yaml` from the segments that remain (the active session's
+    /// is left to the session, its only writer).
     fn tidy_session(&mut self, dir: &Path, active: &Path) {
         let leftovers: Option<Vec<String>> = fs::read_dir(dir).ok().map(|rd| {
             rd.flatten()
@@ -821,6 +822,13 @@ impl Retention {
                     self.last_error = Some(err.to_string());
                 }
             }
+        }
+        if active.starts_with(dir) {
+            // The recording session's metadata.yaml has one writer, the
+            // session itself (the pipeline reloads it after deletions):
+            // rewriting it here too raced with the closer adding a segment
+            // (a file listed twice; found on the QEMU board).
+            return;
         }
         if let Err(e) = edgerec_format::info::rewrite_metadata(dir) {
             let err = RetentionError::Metadata {
