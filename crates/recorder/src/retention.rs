@@ -423,7 +423,7 @@ impl Retention {
         if self.rescan
             || (self.policy.max_total_bytes > 0 && since(self.scanned_at, now) >= RESCAN_EVERY)
         {
-            self.scan(now)?;
+            self.scan(now, active)?;
             scanned = true;
         }
 
@@ -446,7 +446,7 @@ impl Retention {
                 continue;
             }
             if !scanned && since(self.scanned_at, now) >= RESCAN_EVERY {
-                if let Err(e) = self.scan(now) {
+                if let Err(e) = self.scan(now, active) {
                     break Err(e);
                 }
                 scanned = true;
@@ -709,7 +709,7 @@ impl Retention {
 
     /// Lists every bag directory under the root: the closed segments with
     /// their sizes and markers, and the bytes of all their files.
-    fn scan(&mut self, now: Instant) -> Result<(), RetentionError> {
+    fn scan(&mut self, now: Instant, active: &Path) -> Result<(), RetentionError> {
         let rd = fs::read_dir(&self.root).map_err(|e| RetentionError::Scan {
             path: self.root.clone(),
             source: e,
@@ -753,8 +753,19 @@ impl Retention {
                     continue;
                 }
                 let path = dir.join(name);
+                // A segment of this run is ranked when its closer reports
+                // it. One found closed on disk before that report is the
+                // newest there is (it was just closed), not the oldest:
+                // ranking it 0 had retention delete it before older ones
+                // (found on the QEMU board). Unranked segments of other
+                // sessions are from earlier runs: oldest.
+                let unranked = if active.parent() == Some(dir.as_path()) {
+                    u64::MAX
+                } else {
+                    0
+                };
                 let key = OrderKey {
-                    run_rank: self.run_rank.get(&path).copied().unwrap_or(0),
+                    run_rank: self.run_rank.get(&path).copied().unwrap_or(unranked),
                     mtime_ns: mtime_ns(m),
                     session: session.clone(),
                     index: segment_index(name),

@@ -403,32 +403,39 @@ fn order_is_mtime_then_session_and_index_with_this_runs_closes_last() {
     let t = |s: u64| SystemTime::UNIX_EPOCH + Duration::from_secs(1_780_000_000 + s);
     // Session "z" is named later but written earlier (a clock that was
     // set back): mtime wins. In "a", _2 and _10 share an mtime: numeric
-    // index order, not string order.
+    // index order, not string order. "c" is this run's session.
     let z = root.join("rec_20270101T000000Z");
     let a = root.join("rec_20260101T000000Z");
-    fs::create_dir(&z).unwrap();
-    fs::create_dir(&a).unwrap();
+    let c = root.join("rec_20250101T000000Z");
+    for d in [&z, &a, &c] {
+        fs::create_dir(d).unwrap();
+    }
     let z0 = closed_segment(&z, 0, 8 * KIB, t(0));
     let a10 = closed_segment(&a, 10, 8 * KIB, t(50));
     let a2 = closed_segment(&a, 2, 8 * KIB, t(50));
     let a1 = closed_segment(&a, 1, 8 * KIB, t(10));
-    for d in [&z, &a] {
+    for d in [&z, &a, &c] {
         edgerec_format::info::rewrite_metadata(d).unwrap();
     }
-    let active = a.join("rec_20260101T000000Z_12.mcap.active");
+    let active = c.join("rec_20250101T000000Z_2.mcap.active");
     let mut r = Retention::new(root, cap_only(u64::MAX));
     assert!(proceed(r.make_room(0, &active).unwrap()).is_empty());
-    // Closed during this run with the oldest mtime of all: still last.
+    // Closed during this run with the oldest mtime of all: still after
+    // every segment of earlier runs.
     let a11 = closed_segment(&a, 11, 8 * KIB, SystemTime::UNIX_EPOCH);
     r.segment_closed(&a11.0, a11.1);
-    let all = [&z0, &a1, &a2, &a10, &a11];
+    // Closed by this run in its own session, found on disk before its
+    // closer reported it: the newest of all, so the very last (ranking it
+    // with earlier runs' files had it deleted first on the QEMU board).
+    let c0 = closed_segment(&c, 0, 8 * KIB, SystemTime::UNIX_EPOCH);
+    let all = [&z0, &a1, &a2, &a10, &a11, &c0];
     let total: u64 = all.iter().map(|s| s.1).sum();
     let mut r2 = Retention::new(root, cap_only(disk_total(root)));
     r2.segment_closed(&a11.0, a11.1);
-    let deleted = proceed(r2.make_room(total - a11.1 / 2, &active).unwrap());
+    let deleted = proceed(r2.make_room(total - c0.1 / 2, &active).unwrap());
     let expected: Vec<PathBuf> = all.iter().map(|s| s.0.clone()).collect();
     assert_eq!(deleted, expected);
-    assert!(!z.exists() && a.exists());
+    assert!(!z.exists() && !a.exists() && c.exists());
 }
 
 #[test]
