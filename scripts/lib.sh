@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared set-up for scripts/demo, scripts/test and scripts/bench: each step
 # is idempotent (checks first, installs only what is missing).
 set -euo pipefail
@@ -23,6 +24,7 @@ ensure_apt() { # ensure_apt COMMAND PACKAGE [PACKAGE...]
 
 ensure_rust() {
     if ! command -v cargo >/dev/null 2>&1; then
+        # shellcheck source=/dev/null
         [ -f "$HOME/.cargo/env" ] && . "$HOME/.cargo/env"
     fi
     command -v cargo >/dev/null 2>&1 || {
@@ -58,4 +60,155 @@ PY
         "$py" -m pip install -q --disable-pip-version-check "${PY_PACKAGES[@]}"
     fi
     export EDGEREC_PYTHON="$py"
+}
+
+# ---------------------------------------------------------------------------
+# aarch64 (Jetson AGX Orin) builds and user-mode QEMU tests: used by
+# scripts/cross-build and scripts/test-aarch64.
+
+AARCH64_TARGET=aarch64-unknown-linux-gnu
+# Where Debian's libc6-dev-arm64-cross puts the aarch64 glibc and its
+# dynamic loader: the sysroot QEMU needs to run dynamic aarch64 binaries.
+# shellcheck disable=SC2034 # used by the scripts that source this file
+AARCH64_SYSROOT=/usr/aarch64-linux-gnu
+
+# apt-get with a retry while another apt/dpkg holds the lock.
+apt_get() { # apt_get ARGS...
+    local sudo="" try out
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    for try in 1 2 3 4 5 6 7 8 9 10; do
+        if out="$(DEBIAN_FRONTEND=noninteractive $sudo apt-get "$@" 2>&1)"; then
+            return 0
+        fi
+        case "$out" in
+            *"Could not get lock"* | *"Unable to lock"* | *"is another process using it"*)
+                log "apt is locked by another process; retrying in 15 s ($try/10)"
+                sleep 15 ;;
+            *) printf '%s\n' "$out" >&2; return 1 ;;
+        esac
+    done
+    printf '%s\n' "$out" >&2
+    return 1
+}
+
+# Debian packages by name, installed only when dpkg does not list them
+# (for packages that bring no command of their own, unlike ensure_apt).
+ensure_deb() { # ensure_deb PACKAGE [PACKAGE...]
+    local missing=() p
+    for p in "$@"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \
+            || missing+=("$p")
+    done
+    [ "${#missing[@]}" -eq 0 ] && return 0
+    log "installing ${missing[*]}"
+    apt_get install -y -q "${missing[@]}" || {
+        apt_get update -q
+        apt_get install -y -q "${missing[@]}"
+    }
+}
+
+# A rustup target's standard library.
+ensure_rust_target() { # ensure_rust_target TRIPLE
+    rustup target list --installed 2>/dev/null | grep -qx "$1" && return 0
+    command -v rustup >/dev/null 2>&1 || {
+        echo "rustup not found: the $1 standard library comes from rustup target add" >&2
+        exit 1
+    }
+    log "rustup target add $1"
+    rustup target add "$1"
+}
+
+# Prints the container engine that answers (docker, then podman, the order
+# cross tries them) and succeeds; fails when none does. A client whose
+# daemon is not running does not count.
+container_engine() {
+    local e
+    for e in docker podman; do
+        command -v "$e" >/dev/null 2>&1 || continue
+        if timeout 20 "$e" info >/dev/null 2>&1; then
+            echo "$e"
+            return 0
+        fi
+    done
+    return 1
+}
+
+# cross (cross-rs), for builds in its container images (Cross.toml).
+ensure_cross() {
+    command -v cross >/dev/null 2>&1 && return 0
+    log "cargo install cross --locked"
+    cargo install cross --locked
+}
+
+# Debian's aarch64 cross toolchain: rustup's target plus gcc and glibc for
+# aarch64 (the linker, and the C compiler the -sys crates' build scripts
+# use: zstd-sys and lz4-sys build their C with the cc crate).
+ensure_aarch64_toolchain() {
+    ensure_rust
+    ensure_rust_target "$AARCH64_TARGET"
+    ensure_deb gcc-aarch64-linux-gnu libc6-dev-arm64-cross
+    # The camera issue (GStreamer) adds here the arm64 multiarch libraries:
+    #   dpkg --add-architecture arm64 && apt-get update
+    #   ensure_deb libgstreamer1.0-dev:arm64 libgstreamer-plugins-base1.0-dev:arm64
+    # and, in aarch64_cargo_env, PKG_CONFIG_ALLOW_CROSS=1,
+    # PKG_CONFIG_SYSROOT_DIR=/ and
+    # PKG_CONFIG_PATH=/usr/lib/aarch64-linux-gnu/pkgconfig.
+}
+
+# Environment for `cargo ... --target aarch64-unknown-linux-gnu` with the
+# Debian toolchain (not for cross, whose images set their own).
+aarch64_cargo_env() {
+    export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
+    export CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc
+    export AR_aarch64_unknown_linux_gnu=aarch64-linux-gnu-ar
+}
+
+# Static glibc executables for the aarch64 target only (build scripts and
+# proc macros stay host binaries): what runs in a bare initramfs. Cargo
+# ignores target.<triple>.rustflags when RUSTFLAGS is set, and applies
+# RUSTFLAGS to the target only when --target is given, so the flag goes
+# where cargo will read it.
+aarch64_static_rustflags() {
+    local flag="-C target-feature=+crt-static"
+    if [ -n "${RUSTFLAGS:-}" ]; then
+        export RUSTFLAGS="$RUSTFLAGS $flag"
+    else
+        export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUSTFLAGS="${CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUSTFLAGS:+$CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_RUSTFLAGS }$flag"
+    fi
+}
+
+# User-mode QEMU for aarch64 (Debian qemu-user-static: static, so it also
+# works as a binfmt_misc interpreter in any mount namespace), and its
+# binfmt_misc entry so that aarch64 binaries a test spawns (the edgerec
+# binary) run too. Sets QEMU_AARCH64 to the emulator. The entry needs
+# root: without it this only warns, and the tests that spawn aarch64
+# binaries print why they skip.
+ensure_qemu_aarch64() {
+    ensure_deb qemu-user-static binfmt-support
+    QEMU_AARCH64="$(command -v qemu-aarch64-static || command -v qemu-aarch64)"
+    export QEMU_AARCH64
+    local misc=/proc/sys/fs/binfmt_misc sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    if grep -qs '^enabled' "$misc/qemu-aarch64"; then
+        return 0
+    fi
+    # systemd-binfmt (or binfmt-support's service) registers the entry at
+    # boot; where neither ran (containers, this CI machine), do it here.
+    if [ ! -e "$misc/status" ]; then
+        $sudo mount -t binfmt_misc binfmt_misc "$misc" 2>/dev/null \
+            || log "warning: cannot mount binfmt_misc on $misc"
+    fi
+    if [ -e "$misc/qemu-aarch64" ]; then
+        log "enabling the disabled binfmt_misc entry qemu-aarch64"
+        echo 1 | $sudo tee "$misc/qemu-aarch64" >/dev/null 2>&1 || true
+    elif [ -e "$misc/status" ]; then
+        log "registering qemu-aarch64 with binfmt_misc"
+        # binfmt-support's registration, else the systemd-binfmt line
+        # (the kernel decodes its \x escapes itself).
+        $sudo update-binfmts --enable qemu-aarch64 >/dev/null 2>&1 \
+            || $sudo tee "$misc/register" </usr/lib/binfmt.d/qemu-aarch64.conf >/dev/null 2>&1 \
+            || true
+    fi
+    grep -qs '^enabled' "$misc/qemu-aarch64" \
+        || log "warning: no binfmt_misc entry for aarch64: tests that spawn aarch64 binaries will skip"
 }

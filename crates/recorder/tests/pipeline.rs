@@ -734,7 +734,14 @@ fn record_with_backend(
         Err(RecorderError::Storage { source, .. })
             if matches!(source.kind(), ErrorKind::Unavailable { .. }) =>
         {
-            eprintln!("SKIP {choice:?}: this host refuses it: {source}");
+            let why = match source.kind() {
+                ErrorKind::Unavailable {
+                    backend: edgerec_storage::Backend::IoUringDirect,
+                    reason,
+                } => edgerec_testkit::io_uring_skip_reason(reason),
+                _ => format!("this host refuses it: {source}"),
+            };
+            println!("SKIP {choice:?}: {why}");
             return None;
         }
         Err(e) => panic!("start with {choice:?}: {e}"),

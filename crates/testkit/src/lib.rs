@@ -3,7 +3,10 @@
 //! [`mcap_readback`] reads a file with the `mcap` crate (an implementation
 //! independent of ours) with every CRC checked: chunk, data section and
 //! summary section. [`python`] finds the virtual environment that
-//! `scripts/test` made for the Python readers.
+//! `scripts/test` made for the Python readers. [`qemu_user`],
+//! [`io_uring_skip_reason`] and [`skip_if_cannot_exec`] let tests that run
+//! as aarch64 binaries under user-mode QEMU (`scripts/test-aarch64`) say
+//! exactly why they skip what emulation cannot do.
 #![deny(missing_docs)]
 
 use std::collections::BTreeMap;
@@ -201,4 +204,212 @@ pub fn free_bytes(p: &Path) -> u64 {
         return 0;
     }
     st.f_bavail as u64 * st.f_frsize as u64
+}
+
+/// Waits until a recording under `root` has opened its first segment (a
+/// `*.mcap.active` file in a session directory below `root`), polling
+/// every 20 ms; false when `limit` passes first. Tests that signal a
+/// running `edgerec run` after some time of recording count from here,
+/// not from the spawn: an emulated start-up (user-mode QEMU) takes a good
+/// part of a second.
+pub fn wait_for_active_segment(root: &Path, limit: std::time::Duration) -> bool {
+    let start = std::time::Instant::now();
+    let active = || -> bool {
+        let Ok(sessions) = std::fs::read_dir(root) else {
+            return false;
+        };
+        sessions.flatten().any(|s| {
+            std::fs::read_dir(s.path()).is_ok_and(|files| {
+                files
+                    .flatten()
+                    .any(|f| f.file_name().to_string_lossy().ends_with(".mcap.active"))
+            })
+        })
+    };
+    while !active() {
+        if start.elapsed() >= limit {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    true
+}
+
+/// `Some(description)` when this test process is a foreign-architecture
+/// binary run by user-mode QEMU (`qemu-aarch64` as cargo's runner, or
+/// started through binfmt_misc), e.g. `"user-mode QEMU: an aarch64
+/// process on an x86_64 kernel"`; `None` on native hardware and inside a
+/// full-system VM.
+///
+/// QEMU answers `uname(2)` with the emulated machine, but does not touch
+/// `/proc/sys/kernel/arch`, the kernel's own machine name (Linux 6.1 and
+/// later); where that file is missing, `uname -m` run as a child answers
+/// for the kernel (a host binary runs natively). A mismatch with the
+/// architecture this binary was compiled for means emulation.
+pub fn qemu_user() -> Option<String> {
+    static ANSWER: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    ANSWER
+        .get_or_init(|| {
+            let kernel = std::fs::read_to_string("/proc/sys/kernel/arch")
+                .ok()
+                .or_else(|| {
+                    let o = std::process::Command::new("uname")
+                        .arg("-m")
+                        .output()
+                        .ok()?;
+                    o.status
+                        .success()
+                        .then(|| String::from_utf8_lossy(&o.stdout).into_owned())
+                })?;
+            let kernel = match kernel.trim() {
+                "arm64" => "aarch64",
+                k => k,
+            };
+            let ours = std::env::consts::ARCH;
+            (!kernel.is_empty() && kernel != ours)
+                .then(|| format!("user-mode QEMU: an {ours} process on an {kernel} kernel"))
+        })
+        .clone()
+}
+
+/// The reason a test prints when it skips something because io_uring was
+/// refused. `refusal` is what refused it, ideally the storage crate's own
+/// probe (the `Unavailable` reason of a forced io_uring writer, e.g.
+/// `"io_uring_setup: ENOSYS (Function not implemented)"`). User-mode QEMU
+/// implements none of the io_uring syscalls, so there the reason says
+/// that; anywhere else the refusal is the reason (a kernel without
+/// io_uring, `kernel.io_uring_disabled`, a seccomp profile).
+pub fn io_uring_skip_reason(refusal: &str) -> String {
+    if qemu_user().is_some() && refusal.contains("ENOSYS") {
+        "user-mode QEMU has no io_uring (io_uring_setup: ENOSYS)".to_owned()
+    } else {
+        format!("io_uring is refused here: {refusal}")
+    }
+}
+
+/// The reason a test prints when it skips because `what` (a syscall or
+/// an ioctl, e.g. `"the SIOCETHTOOL ioctl"`) failed with `err`. User-mode
+/// QEMU answers ENOSYS for what it does not translate (QEMU 7.2: io_uring,
+/// SIOCETHTOOL), and then the reason says so; anywhere else it is the
+/// error itself.
+pub fn unsupported_skip_reason(what: &str, err: &std::io::Error) -> String {
+    match (qemu_user(), err.raw_os_error()) {
+        (Some(_), Some(libc::ENOSYS)) => {
+            format!("user-mode QEMU does not implement {what} (ENOSYS)")
+        }
+        _ => format!("{what} failed: {err}"),
+    }
+}
+
+/// Why the binary `bin` (a target binary of the crate under test,
+/// `CARGO_BIN_EXE_*`) cannot be started from this test process, when the
+/// cause is user-mode QEMU; `None` when `bin --version` runs, and also
+/// when it fails for any other reason (then the test runs and fails on
+/// its own: a skip is never a way to hide a broken binary).
+///
+/// Under user-mode QEMU a child is exec'd by the host kernel, which can
+/// run an aarch64 binary only through a binfmt_misc entry for
+/// `qemu-aarch64`, and that QEMU finds the dynamic loader only through
+/// `QEMU_LD_PREFIX` (cargo's runner passes `-L` to the test binary alone).
+/// `scripts/test-aarch64` sets up both.
+pub fn exec_skip_reason(bin: &str) -> Option<String> {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    static ANSWERS: OnceLock<Mutex<HashMap<String, Option<String>>>> = OnceLock::new();
+    let qemu = qemu_user()?;
+    let answers = ANSWERS.get_or_init(|| Mutex::new(HashMap::new()));
+    let mut answers = answers
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    answers
+        .entry(bin.to_owned())
+        .or_insert_with(|| exec_failure_under_qemu(bin, &qemu))
+        .clone()
+}
+
+fn exec_failure_under_qemu(bin: &str, qemu: &str) -> Option<String> {
+    let out = std::process::Command::new(bin)
+        .arg("--version")
+        .stdin(std::process::Stdio::null())
+        .output();
+    let stderr = match &out {
+        Ok(o) if o.status.success() => return None,
+        Ok(o) => String::from_utf8_lossy(&o.stderr).trim().to_owned(),
+        Err(e) => e.to_string(),
+    };
+    let mut header = [0u8; 64];
+    let n = std::fs::File::open(bin)
+        .and_then(|mut f| std::io::Read::read(&mut f, &mut header))
+        .unwrap_or(0);
+    if let Err(why) = binfmt_entry_for(&header[..n]) {
+        return Some(format!(
+            "{qemu}; {why}, so the kernel cannot exec {bin} from the emulated test"
+        ));
+    }
+    if stderr.contains("ld-linux") || stderr.contains("Could not open") {
+        return Some(format!(
+            "{qemu}; the qemu that binfmt_misc starts for {bin} finds no dynamic \
+             loader ({stderr}): set QEMU_LD_PREFIX (scripts/test-aarch64 does)"
+        ));
+    }
+    None
+}
+
+/// The name of an enabled binfmt_misc entry whose magic and mask match
+/// the start of an executable, or why there is none.
+fn binfmt_entry_for(header: &[u8]) -> Result<String, String> {
+    let dir = Path::new("/proc/sys/fs/binfmt_misc");
+    if !dir.join("status").exists() {
+        return Err("binfmt_misc is not mounted on /proc/sys/fs/binfmt_misc".to_owned());
+    }
+    let hex = |s: &str| -> Vec<u8> {
+        (0..s.len() / 2)
+            .filter_map(|i| u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok())
+            .collect()
+    };
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    for entry in entries.flatten() {
+        let Ok(text) = std::fs::read_to_string(entry.path()) else {
+            continue;
+        };
+        if !text.starts_with("enabled") {
+            continue;
+        }
+        let field = |name: &str| {
+            text.lines()
+                .find_map(|l| l.strip_prefix(name))
+                .map(str::trim)
+                .unwrap_or("")
+        };
+        let offset: usize = field("offset ").parse().unwrap_or(0);
+        let magic = hex(field("magic "));
+        let mask = hex(field("mask "));
+        if magic.is_empty() || header.len() < offset + magic.len() {
+            continue;
+        }
+        let matches = magic.iter().enumerate().all(|(i, m)| {
+            let k = mask.get(i).copied().unwrap_or(0xff);
+            header[offset + i] & k == m & k
+        });
+        if matches {
+            return Ok(entry.file_name().to_string_lossy().into_owned());
+        }
+    }
+    Err(format!(
+        "binfmt_misc has no enabled entry for {arch} executables (registering \
+         qemu-{arch} needs root; scripts/test-aarch64 does it)",
+        arch = std::env::consts::ARCH
+    ))
+}
+
+/// Prints `SKIP <test>: <reason>` and returns true when [`exec_skip_reason`]
+/// gives a reason not to start `bin` here; the caller returns. `<test>` is
+/// the test's name (libtest names each test's thread after it).
+pub fn skip_if_cannot_exec(bin: &str) -> bool {
+    let Some(why) = exec_skip_reason(bin) else {
+        return false;
+    };
+    let thread = std::thread::current();
+    println!("SKIP {}: {why}", thread.name().unwrap_or("test"));
+    true
 }

@@ -21,7 +21,13 @@ fn auto_picks_io_uring_on_this_host() {
             f.close().expect("close probe");
         }
         Err(e) => {
-            eprintln!("SKIP auto_picks_io_uring_on_this_host: io_uring unavailable here: {e}");
+            let why = match e.kind() {
+                ErrorKind::Unavailable { reason, .. } => {
+                    edgerec_testkit::io_uring_skip_reason(reason)
+                }
+                _ => e.to_string(),
+            };
+            println!("SKIP auto_picks_io_uring_on_this_host: {why}");
             return;
         }
     }
@@ -82,7 +88,7 @@ fn auto_falls_back_to_buffered_when_o_direct_is_refused() {
     assert_eq!(f.backend(), Backend::Buffered);
     assert_eq!(
         f.fallback_reason(),
-        Some("open O_DIRECT: EINVAL (Invalid argument)")
+        Some(o_direct_refused_reason().as_str())
     );
     write_and_verify(f);
 }
@@ -166,7 +172,7 @@ fn auto_falls_back_to_buffered_on_a_real_o_direct_refusal() {
     assert_eq!(f.backend(), Backend::Buffered);
     assert_eq!(
         f.fallback_reason(),
-        Some("open O_DIRECT: EINVAL (Invalid argument)")
+        Some(o_direct_refused_reason().as_str())
     );
     write_and_verify(f);
 }

@@ -94,11 +94,51 @@ pub fn init_logging() {
 pub fn create_or_skip(path: &Path, opts: &WriterOptions, test: &str) -> Option<DirectFile> {
     match DirectFile::create(path, opts) {
         Ok(f) => Some(f),
-        Err(e) if matches!(e.kind(), ErrorKind::Unavailable { .. }) => {
-            eprintln!("SKIP {test} with {:?}: {e}", opts.backend);
+        Err(e) => match e.kind() {
+            ErrorKind::Unavailable {
+                backend: Backend::IoUringDirect,
+                reason,
+            } => {
+                let why = edgerec_testkit::io_uring_skip_reason(reason);
+                println!("SKIP {test} with {:?}: {why}", opts.backend);
+                None
+            }
+            ErrorKind::Unavailable { .. } => {
+                println!("SKIP {test} with {:?}: {e}", opts.backend);
+                None
+            }
+            _ => panic!("create {}: {e}", path.display()),
+        },
+    }
+}
+
+/// The storage crate's own verdict on io_uring here: `Some(reason)` (the
+/// `Unavailable` reason, e.g. `"io_uring_setup: ENOSYS (Function not
+/// implemented)"`, what user-mode QEMU answers) when a forced io_uring
+/// writer cannot be created, `None` when it can.
+pub fn io_uring_refusal() -> Option<String> {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let probe = dir.path().join("io_uring_probe.bin");
+    match DirectFile::create(&probe, &opts(BackendChoice::IoUring)) {
+        Ok(f) => {
+            f.close().expect("close the io_uring probe");
             None
         }
-        Err(e) => panic!("create {}: {e}", path.display()),
+        Err(e) => match e.kind() {
+            ErrorKind::Unavailable { reason, .. } => Some(reason.clone()),
+            _ => panic!("io_uring probe {}: {e}", probe.display()),
+        },
+    }
+}
+
+/// The fallback reason Auto gives when O_DIRECT is refused: the io_uring
+/// refusal comes first where io_uring is refused too (user-mode QEMU),
+/// joined the way the crate joins every refusal on the way down.
+pub fn o_direct_refused_reason() -> String {
+    let einval = "open O_DIRECT: EINVAL (Invalid argument)";
+    match io_uring_refusal() {
+        Some(ring) => format!("{ring}; {einval}"),
+        None => einval.to_owned(),
     }
 }
 
