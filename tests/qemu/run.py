@@ -1,0 +1,747 @@
+#!/usr/bin/env python3
+"""System tests of edgerec on an emulated aarch64 board (qemu-system-aarch64,
+`-M virt`, an NVMe disk holding ext4, an i6300esb watchdog).
+
+The board is image/qemu/out (built by image/qemu/build); each scenario
+writes a fresh ext4 image holding /data/edgerec/edgerec.toml, boots the
+board with `edgerec.scenario=NAME` (tests/qemu/guest/NAME.sh runs in the
+guest), reads the serial console (lines starting with "@@ " are the
+guest's reports) and, after the board is off, copies results out of the
+image with debugfs and checks them on the host: `edgerec check` (host
+build) and tests/py/verify_bag.py (two independent Python readers).
+
+usage: run.py [--only NAME,...] [--seed N] [--keep] [--work DIR]
+              [--edgerec HOST_BINARY] [--json FILE] [--camera-hz N] [--board DIR]
+Run through scripts/qemu-test, which builds and installs what this needs.
+Prints one result table; exits 1 when a scenario failed.
+"""
+import argparse
+import json
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+BOARD = REPO / "image/qemu/out"
+MIB = 1 << 20
+
+# What the recorded synthetic sensors look like (tests/py/verify_bag.py
+# checks every field and payload byte of these).
+SENSORS = """
+[[sources.synthetic]]
+topic = "/imu"
+type = "sensor_msgs/msg/Imu"
+rate = 200
+
+[[sources.synthetic]]
+topic = "/camera/image_raw"
+type = "sensor_msgs/msg/Image"
+rate = {camera_hz}
+payload_size = 1048576
+
+[[sources.synthetic]]
+topic = "/lidar/points"
+type = "sensor_msgs/msg/PointCloud2"
+rate = 10
+payload_size = 614400
+"""
+# The sparse disk images are large enough that retention (with the default
+# 256 MiB preallocation counted as write-ahead) never has to act, except in
+# disk-full.
+RETENTION = """
+[retention]
+min_free_bytes = "128MiB"
+min_free_percent = 0
+"""
+RATES = {"/imu": 200, "/camera/image_raw": 20, "/lidar/points": 10}
+
+
+def config(*, watchdog="", watchdog_timeout="10s", stage_deadline="5s", extra=""):
+    return f"""# written by tests/qemu/run.py
+[recording]
+root = "/data/edgerec/recordings"
+session_prefix = "qemu"
+
+[health]
+watchdog = "{watchdog}"
+watchdog_timeout = "{watchdog_timeout}"
+stage_deadline = "{stage_deadline}"
+fault_file = "/data/edgerec/last-fault.json"
+status_socket = "/run/edgerec/status.sock"
+{extra}
+{SENSORS.format(camera_hz=RATES["/camera/image_raw"])}"""
+
+
+class Fail(Exception):
+    """A scenario's assertion failed; the message says what and why."""
+
+
+def check(cond, msg):
+    if not cond:
+        raise Fail(msg)
+
+
+def log(msg):
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def sh(cmd, **kw):
+    return subprocess.run(cmd, check=True, capture_output=True, text=True, **kw)
+
+
+# --- the disk ------------------------------------------------------------
+
+
+def in_image(guest_path):
+    """The path inside the ext4 image of a guest path under /data (where
+    the board mounts it)."""
+    p = str(guest_path)
+    check(p == "/data" or p.startswith("/data/"), f"{p} is not on the data disk")
+    return p[len("/data"):] or "/"
+
+
+class Disk:
+    """An ext4 image for the board's NVMe (mounted at /data in the guest);
+    read back with debugfs. Paths are the guest's."""
+
+    def __init__(self, path, size_mib, files):
+        self.path = Path(path)
+        self.size_mib = size_mib
+        stage = self.path.with_suffix(".stage")
+        shutil.rmtree(stage, ignore_errors=True)
+        for rel, text in files.items():
+            p = stage / rel
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_text(text)
+        self.path.unlink(missing_ok=True)
+        with open(self.path, "wb") as f:
+            f.truncate(size_mib * MIB)
+        # -m 0: no blocks reserved for root, so the free space the recorder
+        # sees (f_bavail) is the disk's.
+        sh(["mkfs.ext4", "-q", "-F", "-m", "0", "-L", "edgerec-data", "-d", str(stage), str(self.path)])
+        shutil.rmtree(stage)
+
+    def cat(self, guest_path):
+        """A file's bytes, or None when it does not exist."""
+        r = subprocess.run(["debugfs", "-R", f"cat {in_image(guest_path)}", str(self.path)], capture_output=True)
+        if r.returncode != 0 or b"File not found" in r.stderr:
+            return None
+        return r.stdout
+
+    def exists(self, guest_path):
+        r = subprocess.run(["debugfs", "-R", f"stat {in_image(guest_path)}", str(self.path)], capture_output=True, text=True)
+        return r.returncode == 0 and "File not found" not in r.stderr and "Inode:" in r.stdout
+
+    def ls(self, guest_path):
+        r = sh(["debugfs", "-R", f"ls -l {in_image(guest_path)}", str(self.path)])
+        return r.stdout
+
+    def rdump(self, guest_path, host_dir):
+        """Copies the directory guest_path into host_dir; returns the copy."""
+        host_dir = Path(host_dir)
+        host_dir.mkdir(parents=True, exist_ok=True)
+        name = guest_path.rstrip("/").rsplit("/", 1)[1]
+        shutil.rmtree(host_dir / name, ignore_errors=True)
+        r = subprocess.run(["debugfs", "-R", f"rdump {in_image(guest_path)} {host_dir}", str(self.path)],
+                           capture_output=True, text=True)
+        check((host_dir / name).is_dir(), f"debugfs rdump {guest_path}: {r.stderr.strip()[-300:]}")
+        return host_dir / name
+
+    def fsck(self):
+        """e2fsck -fn: (rc, output). rc 0 = clean."""
+        r = subprocess.run(["e2fsck", "-fn", str(self.path)], capture_output=True, text=True)
+        return r.returncode, r.stdout + r.stderr
+
+
+# --- the board -----------------------------------------------------------
+
+
+class Boot:
+    """One boot of the board, its console read line by line with the host's
+    monotonic time of arrival."""
+
+    def __init__(self, name, scenario, disk, workdir, args="", timeout=120):
+        self.name = name
+        self.timeout = timeout
+        self.lines = []  # (host monotonic s, text)
+        self.cond = threading.Condition()
+        self.console = Path(workdir) / f"{name}.console.log"
+        append = f"console=ttyAMA0 quiet panic=-1 edgerec.scenario={scenario} {args}".strip()
+        self.cmd = [
+            "qemu-system-aarch64", "-M", "virt", "-cpu", "cortex-a76", "-smp", "2", "-m", "2048",
+            "-nic", "none", "-display", "none", "-monitor", "none", "-serial", "stdio",
+            # A reset (watchdog) or a panic (panic=-1) ends QEMU instead of
+            # rebooting; the console says which.
+            "-no-reboot",
+            "-kernel", str(BOARD / "Image"), "-initrd", str(BOARD / "initrd.gz"),
+            "-append", append,
+            "-drive", f"file={disk.path},if=none,id=nvm,format=raw,cache=none",
+            "-device", "nvme,serial=edgerec01,drive=nvm",
+            "-device", "i6300esb",
+        ]
+        if os.access("/dev/kvm", os.R_OK | os.W_OK) and os.uname().machine == "aarch64":
+            self.cmd[1:5] = ["-M", "virt", "-accel", "kvm", "-cpu", "host"]
+        self.t0 = time.monotonic()
+        self.proc = subprocess.Popen(self.cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT)
+        self.t_exit = None
+        self.killed = False
+        self.timed_out = False
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        with open(self.console, "w", errors="replace") as out:
+            for raw in self.proc.stdout:
+                t = time.monotonic()
+                text = raw.decode(errors="replace").rstrip("\r\n")
+                out.write(f"{t - self.t0:9.3f} {text}\n")
+                with self.cond:
+                    self.lines.append((t, text))
+                    self.cond.notify_all()
+        self.proc.wait()
+        with self.cond:
+            self.t_exit = time.monotonic()
+            self.cond.notify_all()
+
+    def wait_for(self, prefix, timeout):
+        """The first report line starting with "@@ prefix", waiting up to
+        timeout s; (t, text) or raises Fail."""
+        deadline = time.monotonic() + timeout
+        want = "@@ " + prefix
+        i = 0
+        with self.cond:
+            while True:
+                while i < len(self.lines):
+                    if self.lines[i][1].startswith(want):
+                        return self.lines[i]
+                    i += 1
+                if self.t_exit is not None:
+                    raise Fail(f"{self.name}: board ended before '{want}'\n{self.tail()}")
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise Fail(f"{self.name}: no '{want}' within {timeout} s\n{self.tail()}")
+                self.cond.wait(left)
+
+    def kill(self):
+        """SIGKILL to QEMU: the power cut."""
+        self.killed = True
+        self.proc.kill()
+        t = time.monotonic()
+        self.finish()
+        return t
+
+    def finish(self):
+        """Waits for the end (the scenario's own timeout); a board still
+        running then is killed and reported."""
+        left = self.timeout - (time.monotonic() - self.t0)
+        try:
+            self.proc.wait(timeout=max(left, 0.1))
+        except subprocess.TimeoutExpired:
+            self.timed_out = True
+            self.proc.kill()
+            self.proc.wait()
+        self.reader.join(timeout=10)
+        return self
+
+    @property
+    def seconds(self):
+        return (self.t_exit or time.monotonic()) - self.t0
+
+    def reports(self, prefix):
+        """[(t, fields after the prefix)] of every "@@ prefix ..." line."""
+        want = "@@ " + prefix + " "
+        return [(t, x[len(want):]) for t, x in self.lines if x.startswith(want)]
+
+    def numbers(self, prefix, n):
+        """[(t, [n numbers])] of the "@@ prefix N N ..." lines; a line the
+        console interleaved with another writer is skipped."""
+        out = []
+        for t, x in self.reports(prefix):
+            f = x.split()
+            if len(f) == n and all(re.fullmatch(r"\d+(\.\d+)?", v) for v in f):
+                out.append((t, [float(v) if "." in v else int(v) for v in f]))
+        return out
+
+    def statuses(self):
+        out = []
+        for t, x in self.reports("status"):
+            try:
+                out.append((t, json.loads(x)))
+            except ValueError:
+                pass  # a line the console cut: the next one will do
+        return out
+
+    def clean_end(self):
+        """True when the guest powered off by itself ("@@ poweroff" is the
+        init's last line)."""
+        return any(x.startswith("@@ poweroff") for _, x in self.lines)
+
+    def panicked(self):
+        return any("Kernel panic" in x for _, x in self.lines)
+
+    def tail(self, n=25):
+        return "\n".join("    | " + x for _, x in self.lines[-n:])
+
+    def expect_clean(self, edgerec_ok=True):
+        """The board powered off by itself, and (edgerec_ok) the scenario's
+        edgerec exited 0."""
+        check(not self.timed_out, f"{self.name}: hung past {self.timeout} s, killed\n{self.tail()}")
+        check(not self.panicked(), f"{self.name}: kernel panic\n{self.tail()}")
+        check(self.clean_end(), f"{self.name}: board stopped without a clean power-off (reset?)\n{self.tail()}")
+        check(self.proc.returncode == 0, f"{self.name}: qemu exit status {self.proc.returncode}\n{self.tail()}")
+        if edgerec_ok:
+            self.expect_edgerec_ok()
+
+    def expect_edgerec_ok(self):
+        rc = [x for _, x in self.reports("edgerec-exit")]
+        check(rc, f"{self.name}: edgerec never exited\n{self.tail()}")
+        if not rc[-1].startswith("rc=0 "):
+            # The first errors say more than the last lines.
+            errors = [x for _, x in self.lines if " ERROR " in x or "storage failed" in x][:3]
+            first = re.sub(r"^\S+Z\s+", "", errors[0]) if errors else "no error logged"
+            if len(first) > 200:
+                first = first[:60] + " ... " + first[-135:]
+            raise Fail(f"{self.name}: edgerec {rc[-1].split()[0]}: {first}\n  first errors:\n"
+                       + "\n".join("    | " + x for x in errors) + f"\n  console tail:\n{self.tail(8)}")
+
+
+def field(text, key):
+    m = re.search(rf"\b{key}=(\S+)", text)
+    return m.group(1) if m else None
+
+
+# --- host-side checks ----------------------------------------------------
+
+
+class Host:
+    def __init__(self, edgerec, python):
+        self.edgerec = edgerec
+        self.python = python
+
+    def check_bag(self, bag):
+        r = subprocess.run([self.edgerec, "check", str(bag)], capture_output=True, text=True)
+        check(r.returncode == 0, f"edgerec check {bag.name}: {(r.stdout + r.stderr).strip()[-800:]}")
+        oks = [x for x in r.stdout.splitlines() if x.startswith("OK")]
+        check(oks, f"edgerec check {bag.name} printed no OK line: {r.stdout[-300:]}")
+        n = sum(int(m.group(1)) for m in (re.search(r": (\d+) messages", x) for x in oks) if m)
+        return f"edgerec check (host): {len(oks)} segment(s), {n} messages, every CRC verified"
+
+    def verify_bag(self, bag, report, workdir):
+        rp = Path(workdir) / f"{bag.name}.report.json"
+        rp.write_text(json.dumps(report))
+        r = subprocess.run([self.python, str(REPO / "tests/py/verify_bag.py"), str(bag), str(rp)],
+                           capture_output=True, text=True)
+        check(r.returncode == 0, f"verify_bag.py {bag.name}: {(r.stdout + r.stderr).strip()[-1500:]}")
+        return r.stdout.strip().splitlines()[-1]
+
+
+def segment_index(p):
+    return int(p.name.split(".")[0].rsplit("_", 1)[1])
+
+
+def bag_contents(bag):
+    """Per topic: distinct messages (a latched repeat, same sequence at a
+    segment start, counted once), first and last log time, by the
+    independent mcap reader."""
+    from mcap.reader import make_reader  # the .venv's pinned reader
+
+    topics = {}
+    for seg in sorted(bag.glob("*.mcap"), key=segment_index):
+        started = set()
+        with open(seg, "rb") as f:
+            for _schema, channel, msg in make_reader(f, validate_crcs=True).iter_messages():
+                t = topics.setdefault(channel.topic, {"count": 0, "first": None, "last": 0, "seq": None})
+                first_here = channel.topic not in started
+                started.add(channel.topic)
+                if first_here and t["seq"] is not None and msg.sequence == t["seq"]:
+                    continue  # a latched channel's repeat at the segment start
+                t["seq"] = msg.sequence
+                t["count"] += 1
+                t["first"] = msg.log_time if t["first"] is None else min(t["first"], msg.log_time)
+                t["last"] = max(t["last"], msg.log_time)
+    return topics
+
+
+def report_from_bag(contents, dropped):
+    """A report in edgerec's --report-json shape for verify_bag.py, for a
+    bag whose recorder could not write one (killed) or whose oldest
+    segments retention deleted: what the files hold is `written`, and
+    `dropped` (per topic) is what may be missing from their sequences."""
+    return {"channels": [
+        {"topic": topic, "written": c["count"], "dropped": dropped.get(topic, 0), "lost": 0}
+        for topic, c in sorted(contents.items())
+    ]}
+
+
+# --- scenarios -----------------------------------------------------------
+
+
+class Scenario:
+    name = ""
+    what = ""
+
+    def __init__(self, work, host, seed):
+        self.work = Path(work) / self.name
+        shutil.rmtree(self.work, ignore_errors=True)
+        self.work.mkdir(parents=True)
+        self.host = host
+        self.seed = seed
+        self.boots = []
+        self.notes = []
+
+    def boot(self, name, scenario, disk, args="", timeout=120):
+        log(f"{self.name}: boot {name} (edgerec.scenario={scenario} {args})".rstrip())
+        b = Boot(name, scenario, disk, self.work, args, timeout)
+        self.boots.append(b)
+        return b
+
+    def note(self, msg):
+        self.notes.append(msg)
+        log(f"{self.name}: {msg}")
+
+
+class Record(Scenario):
+    name = "record"
+    what = "20 s of IMU 200 Hz, 1 MiB images 20 Hz, lidar 10 Hz to NVMe ext4; bag checked on the host"
+    SECONDS = 20
+
+    def run(self):
+        disk = Disk(self.work / "nvme.img", 2048, {"edgerec/edgerec.toml": config(extra=RETENTION)})
+        b = self.boot("boot", "record", disk, f"edgerec.seconds={self.SECONDS}", timeout=150).finish()
+        b.expect_clean()
+        st = b.statuses()
+        check(st, "no status printed mid-run")
+        mid = st[-1][1]
+        # The emulated board has no PTP: its clock is free-running, which
+        # the status calls degraded ("clock unlocked"); nothing else may be.
+        check(mid["state"] in ("recording", "degraded") and set(mid["reasons"]) <= {"clock unlocked"},
+              f"mid-run state {mid['state']} {mid.get('reasons')}")
+        check(mid["storage"]["backend"] == "io_uring+O_DIRECT",
+              f"mid-run backend {mid['storage']['backend']} ({mid['storage'].get('fallback_reason')})")
+        report = json.loads(disk.cat("/data/edgerec/report.json") or b"null")
+        check(report, "no /data/edgerec/report.json in the image")
+        check(report["backend"] == "io_uring+O_DIRECT",
+              f"backend {report['backend']} ({report.get('fallback_reason')})")
+        bag = disk.rdump(report["session_dir"], self.work / "pulled")
+        self.note(self.host.check_bag(bag))
+        self.note(self.host.verify_bag(bag, report, self.work))
+        mbs = report["bytes_written"] / report["seconds"] / 1e6
+        drops = report["drops"]
+        total = sum(c["written"] for c in report["channels"])
+        check(drops == 0, f"{drops} messages dropped at {mbs:.1f} MB/s: the emulated board did not keep up")
+        per_s = report.get("bytes_per_second", [])[1:-1]
+        self.note(f"{report['bytes_written'] / MIB:.0f} MiB, {total} messages in {report['seconds']:.1f} s, "
+                  f"per second {min(per_s) / 1e6:.1f}..{max(per_s) / 1e6:.1f} MB/s" if per_s else "")
+        return f"{mbs:.1f} MB/s ({report['backend']}, {drops} drops)"
+
+
+class PowerCut(Scenario):
+    name = "power-cut"
+    what = "QEMU SIGKILLed mid-recording; next boot's start-up recovery; bag checked; loss vs durability window"
+    SYNC_MS = 1000  # storage.sync_interval (default)
+    AGE_MS = 500  # mcap.chunk_max_age (default)
+    # Emulation: the guest runs 2 vCPUs on TCG, several times slower than
+    # the hardware, and the heartbeat shell loop itself lags.
+    MARGIN_MS = 1000
+
+    def run(self):
+        rng = random.Random(self.seed)
+        delay = rng.uniform(3.0, 12.0)
+        self.note(f"seed {self.seed}: cut {delay:.2f} s after recording starts")
+        disk = Disk(self.work / "nvme.img", 2048, {"edgerec/edgerec.toml": config(extra=RETENTION)})
+        b = self.boot("cut", "powercut", disk, timeout=90)
+        t_rec, _ = b.wait_for("recording", 60)
+        time.sleep(max(0.0, t_rec + delay - time.monotonic()))
+        t_kill = b.kill()
+        hbs = [(t, f) for t, f in b.numbers("hb", 3) if t <= t_kill]
+        check(hbs, "no heartbeat before the cut")
+        t_hb, (sec, usec, _up) = hbs[-1]
+        last_hb_ns = sec * 1_000_000_000 + usec * 1000
+        st = [s for t, s in b.statuses() if t <= t_kill]
+        check(st, "no status before the cut")
+        dropped = {s["topic"]: s["dropped"] + s["lost"] for s in st[-1]["sources"]}
+        self.note(f"cut at +{t_kill - t_rec:.2f} s; last heartbeat read {1000 * (t_kill - t_hb):.0f} ms before; "
+                  f"{st[-1]['storage']['bytes_written'] / MIB:.0f} MiB written by the last status")
+
+        r = self.boot("recover", "recover", disk, "edgerec.seconds=3", timeout=120).finish()
+        r.expect_clean()
+        before = [x for _, x in r.reports("before")]
+        actives = [x for x in before if x.endswith(".mcap.active")]
+        check(len(actives) == 1, f"after the cut the image held {before}, expected one .mcap.active")
+        cut_session = actives[0].rsplit("/", 1)[0]
+        after = [x for _, x in r.reports("after")]
+        check(not any(x.endswith(".active") or x.endswith(".recovering") for x in after),
+              f"still unfinished after start-up recovery: {after}")
+        recovered_logs = [x for _, x in r.lines if "recovery:" in x and actives[0] in x]
+        check(recovered_logs, f"edgerec logged no recovery of {actives[0]} at start\n{r.tail()}")
+        rc, out = disk.fsck()
+        check(rc == 0, f"e2fsck -fn after the recovery boot: rc {rc}: {out[-500:]}")
+
+        bag = disk.rdump(cut_session, self.work / "pulled")
+        segs = list(bag.glob("*.mcap"))
+        check(len(segs) == 1 and not list(bag.glob("*.active")), f"cut session holds {os.listdir(bag)}")
+        self.note(self.host.check_bag(bag))
+        contents = bag_contents(bag)
+        self.note(self.host.verify_bag(bag, report_from_bag(contents, dropped), self.work))
+        worst = 0.0
+        for topic, hz in RATES.items():
+            check(topic in contents, f"{topic}: nothing kept")
+            loss_ms = (last_hb_ns - contents[topic]["last"]) / 1e6
+            bound = self.SYNC_MS + self.AGE_MS + 1000 / hz + self.MARGIN_MS
+            self.note(f"{topic}: {contents[topic]['count']} kept, last log time {loss_ms:.0f} ms before the "
+                      f"last heartbeat (bound {bound:.0f} ms)")
+            check(loss_ms <= bound, f"{topic}: lost {loss_ms:.0f} ms > {bound:.0f} ms "
+                                    f"(sync_interval {self.SYNC_MS} + chunk_max_age {self.AGE_MS} + "
+                                    f"period + margin {self.MARGIN_MS})")
+            worst = max(worst, loss_ms)
+        return (f"worst loss {worst:.0f} ms (bound {self.SYNC_MS + self.AGE_MS} + period + "
+                f"{self.MARGIN_MS} ms), seed {self.seed}")
+
+
+class Watchdog(Scenario):
+    name = "watchdog"
+    what = "i6300esb armed; SIGUSR2 stalls storage; reset; next boot reports the fault; 60 s healthy run"
+    TIMEOUT_S = 4
+    # Not 1 s: the control stage beats once per 1 s tick, so a 1 s deadline
+    # calls it stalled on ordinary jitter (seen here: "stage `control`
+    # silent for 1006 ms", pings stopped, a fault file written).
+    DEADLINE_S = 2
+    # Emulation lag and the guest's console on top of the design bound.
+    MARGIN_S = 3.0
+    HEALTHY_S = 60
+
+    def run(self):
+        cfg = config(watchdog="/dev/watchdog0", watchdog_timeout=f"{self.TIMEOUT_S}s",
+                     stage_deadline=f"{self.DEADLINE_S}s", extra=RETENTION)
+        # Room for the 60 s healthy run at full rate (a sparse file: only
+        # what is written takes space on the host).
+        disk = Disk(self.work / "nvme.img", 4096, {"edgerec/edgerec.toml": cfg})
+        # 1. The stall and the reset.
+        b = self.boot("stall", "watchdog-stall", disk, "edgerec.stall_after=4", timeout=120)
+        t_stall, stall_line = b.wait_for("stall", 90)
+        b.finish()
+        check(not b.timed_out, f"no reset within {b.timeout} s\n{b.tail()}")
+        check(not b.clean_end() and not any(x.startswith("@@ no-reset") for _, x in b.lines),
+              f"the board was not reset\n{b.tail()}")
+        check(not b.panicked(), f"kernel panic, not a watchdog reset\n{b.tail()}")
+        boot_line = b.wait_for("boot", 0)[1]
+        armed = [s for t, s in b.statuses() if t < t_stall]
+        check(armed and armed[-1].get("watchdog") and armed[-1]["watchdog"].get("device"),
+              f"the watchdog was not armed before the stall: {armed[-1].get('watchdog') if armed else None}")
+        wd = armed[-1]["watchdog"]
+        check(wd["timeout_s"] == self.TIMEOUT_S and wd["pings"] > 0, f"watchdog status {wd}")
+        reset_s = b.t_exit - t_stall
+        up_stall = float(field(stall_line, "uptime"))
+        hbs = b.numbers("hb", 3)
+        up_last = hbs[-1][1][2] if hbs else up_stall
+        stalled = [s for t, s in b.statuses() if t > t_stall and (s.get("watchdog") or {}).get("stalled")]
+        check(stalled and stalled[-1]["watchdog"]["stalled"][0]["name"] == "storage",
+              f"the status never showed storage stalled: {[s.get('watchdog') for _, s in b.statuses()[-2:]]}")
+        # The supervisor checks every timeout/4 and the device fires timeout
+        # after the last keepalive.
+        bound = self.DEADLINE_S + self.TIMEOUT_S / 4 + self.TIMEOUT_S + self.MARGIN_S
+        self.note(f"reset {reset_s:.2f} s after the stall signal (host clock; the guest's last heartbeat "
+                  f"{up_last - up_stall:.2f} s after it; bound {bound:.1f} s); device {wd['device']!r}")
+        check(self.DEADLINE_S <= reset_s <= bound, f"reset {reset_s:.2f} s after the stall, outside "
+                                                    f"[{self.DEADLINE_S}, {bound:.1f}] s")
+
+        # 2. The next boot reports the fault.
+        r = self.boot("report", "watchdog-report", disk, "edgerec.seconds=4", timeout=120).finish()
+        r.expect_clean()
+        check(any(x == "last-fault.json" for _, x in r.reports("before")), "no fault file after the reset")
+        st = [s for _, s in r.statuses()]
+        check(st and st[-1].get("last_fault"), f"status has no last_fault: {st[-1] if st else None}")
+        lf = st[-1]["last_fault"]
+        check(lf["stage"] == "storage", f"status last_fault names {lf['stage']!r}, not storage")
+        data = disk.cat("/data/edgerec/last-fault.reported.json")
+        check(data is not None, f"no last-fault.reported.json\n{disk.ls('/data/edgerec')}")
+        check(not disk.exists("/data/edgerec/last-fault.json"), "last-fault.json still there after it was reported")
+        fault = json.loads(data)
+        check(fault["stage"] == "storage", f"fault file names {fault['stage']!r}")
+        check(fault["boot_id"] == field(boot_line, "boot_id"),
+              f"fault boot_id {fault['boot_id']} is not the stalled boot's {field(boot_line, 'boot_id')}")
+        check(fault["silent_for_ms"] >= self.DEADLINE_S * 1000, f"fault silent_for_ms {fault['silent_for_ms']}")
+        # The supervisor's decision, by the guest's own clock: after the
+        # deadline, within a check period (timeout/4) of it.
+        decided_s = (fault["at_unix_ns"] / 1000 - int(field(stall_line, "realtime_us"))) / 1e6
+        latest = self.DEADLINE_S + self.TIMEOUT_S / 4 + self.MARGIN_S
+        self.note(f"fault written {decided_s:.2f} s after the stall signal (guest clock; bound "
+                  f"[{self.DEADLINE_S}, {latest:.2f}] s)")
+        check(self.DEADLINE_S * 0.9 <= decided_s <= latest, f"fault decided {decided_s:.2f} s after the stall")
+        self.note(f"fault file: stage {fault['stage']}, silent {fault['silent_for_ms']} ms, "
+                  f"deadline {fault['deadline_ms']} ms: {fault['message']}")
+
+        # 3. A healthy recording with the watchdog armed is not reset.
+        h = self.boot("healthy", "watchdog-healthy", disk, f"edgerec.seconds={self.HEALTHY_S}", timeout=180).finish()
+        h.expect_clean()
+        hs = h.statuses()
+        check(hs and all(s.get("watchdog") and s["watchdog"]["stalled"] == [] for _, s in hs),
+              f"no watchdog, or a stage stalled, in the healthy run: {[s.get('watchdog') for _, s in hs[-1:]]}")
+        pings = max(s["watchdog"]["pings"] for _, s in hs)
+        check(pings > 0 and hs[-1][1]["watchdog"]["device"], f"watchdog not fed: {hs[-1][1]['watchdog']}")
+        check(not disk.exists("/data/edgerec/last-fault.json"),
+              f"the healthy run wrote a fault file: {disk.cat('/data/edgerec/last-fault.json')!r}")
+        rep = json.loads(disk.cat("/data/edgerec/report.json") or b"null")
+        check(rep and rep["seconds"] >= self.HEALTHY_S - 1, f"healthy run report {rep and rep['seconds']}")
+        self.note(f"healthy run: {rep['seconds']:.0f} s recorded, {pings} keepalives, clean power-off, "
+                  f"{rep['drops']} drops")
+        return f"reset {reset_s:.1f} s after stall (bound {bound:.1f}); stage=storage reported; {self.HEALTHY_S} s healthy: no reset"
+
+
+class DiskFull(Scenario):
+    name = "disk-full"
+    what = "256 MiB NVMe, ballast then retention: pause, resume, oldest segments deleted, floor kept"
+    DISK_MIB = 256
+    FLOOR_MIB = 32
+    SECONDS = 40
+
+    def run(self):
+        cfg = config(extra=f"""
+[storage]
+preallocate = "4MiB"
+
+[segment]
+max_bytes = "16MiB"
+
+[mcap]
+chunk_size = "2MiB"
+
+[retention]
+min_free_bytes = "{self.FLOOR_MIB}MiB"
+min_free_percent = 0
+""")
+        disk = Disk(self.work / "nvme.img", self.DISK_MIB, {"edgerec/edgerec.toml": cfg})
+        b = self.boot("boot", "diskfull", disk, f"edgerec.seconds={self.SECONDS} edgerec.floor_mib={self.FLOOR_MIB}",
+                      timeout=200).finish()
+        # edgerec's exit status last, after the figures are taken.
+        b.expect_clean(edgerec_ok=False)
+        paused = b.wait_for("paused", 0)[1]
+        check(paused.startswith("@@ paused yes"), f"recording never paused with the ballast in place\n{b.tail()}")
+        states = [s["state"] for _, s in b.statuses()]
+        t_removed = b.wait_for("ballast-removed", 0)[0]
+        before = [s for t, s in b.statuses() if t <= t_removed]
+        after = [s for t, s in b.statuses() if t > t_removed + 2]
+        check(before and after, "no status around the ballast's removal")
+        check(before[-1]["storage"]["disk_full"] is not None or before[-1]["state"] == "disk-full"
+              or any(s["state"] == "disk-full" for s in before), "the status never said disk-full during the pause")
+        check(after[-1]["storage"]["disk_full"] is None and after[-1]["state"] != "disk-full",
+              f"still paused after the space came back: {after[-1]['state']} {after[-1]['storage']['disk_full']}")
+        resumed = after[-1]["storage"]["bytes_written"] - before[-1]["storage"]["bytes_written"]
+        samples = b.numbers("df", 3)
+        check(len(samples) > 10, "too few free-space samples")
+        lowest = min(avail * bsize for _, (_up, avail, bsize) in samples)
+        report = json.loads(disk.cat("/data/edgerec/report.json") or b"null")
+        check(report, "no report.json")
+        written_mib = report["bytes_written"] / MIB
+        self.note(f"{written_mib:.0f} MiB written through the {self.DISK_MIB} MiB disk; lowest free "
+                  f"{lowest / MIB:.1f} MiB in {len(samples)} samples (floor {self.FLOOR_MIB} MiB); "
+                  f"states seen {sorted(set(states))}")
+        check(lowest >= self.FLOOR_MIB * MIB, f"free space fell to {lowest / MIB:.1f} MiB < floor {self.FLOOR_MIB} MiB")
+        check(resumed > 2 * self.DISK_MIB * MIB,
+              f"only {resumed / MIB:.0f} MiB written after the pause: not past the disk's capacity")
+        b.expect_edgerec_ok()
+        bag = disk.rdump(report["session_dir"], self.work / "pulled")
+        segs = sorted(bag.glob("*.mcap"), key=segment_index)
+        idx = [segment_index(s) for s in segs]
+        made = max(segment_index(Path(s["path"])) for s in report["segments"]) + 1
+        check(idx and idx[0] > 0, f"no segment was deleted: {idx}")
+        check(idx == list(range(idx[0], idx[0] + len(idx))) and idx[-1] == made - 1,
+              f"kept segments {idx} are not the newest ones of {made}")
+        self.note(self.host.check_bag(bag))
+        contents = bag_contents(bag)
+        # What the kept files lack of each sequence: the deleted segments'
+        # messages and the drops (the pause) the recorder reported.
+        missing_ok = {c["topic"]: c["written"] - contents.get(c["topic"], {"count": 0})["count"]
+                      + c["dropped"] + c["lost"] for c in report["channels"]}
+        self.note(self.host.verify_bag(bag, report_from_bag(contents, missing_ok), self.work))
+        drops = report["drops"]
+        check(drops > 0, "no drops counted during the pause")
+        return (f"{written_mib:.0f} MiB through {self.DISK_MIB} MiB, lowest free {lowest / MIB:.1f} MiB "
+                f"(floor {self.FLOOR_MIB}), segments {idx[0]}..{idx[-1]} of {made} kept, {drops} dropped in pause")
+
+
+SCENARIOS = [Record, PowerCut, Watchdog, DiskFull]
+
+
+def main():
+    global BOARD
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--only", default="", help="comma-separated scenario names")
+    ap.add_argument("--seed", type=int, default=None, help="power-cut seed (default: random, printed)")
+    ap.add_argument("--keep", action="store_true", help="keep disk images and pulled bags of passing scenarios")
+    ap.add_argument("--work", default=str(REPO / "target/qemu-test"))
+    ap.add_argument("--board", default=str(BOARD), help="the built board (image/qemu/build --out)")
+    ap.add_argument("--edgerec", default=str(REPO / "target/release/edgerec"), help="host edgerec for check")
+    ap.add_argument("--json", default="", help="write the results here too")
+    ap.add_argument("--camera-hz", type=int, default=RATES["/camera/image_raw"],
+                    help="rate of the 1 MiB image stream (default %(default)s)")
+    a = ap.parse_args()
+    RATES["/camera/image_raw"] = a.camera_hz
+    BOARD = Path(a.board)
+    for f in ("Image", "initrd.gz"):
+        if not (BOARD / f).exists():
+            sys.exit(f"run.py: no {BOARD / f}: run image/qemu/build first (scripts/qemu-test does)")
+    seed = a.seed if a.seed is not None else random.SystemRandom().randrange(1 << 32)
+    host = Host(a.edgerec, sys.executable)
+    only = [x for x in a.only.split(",") if x]
+    unknown = set(only) - {s.name for s in SCENARIOS}
+    if unknown:
+        sys.exit(f"run.py: no scenario {sorted(unknown)}; there are {[s.name for s in SCENARIOS]}")
+    manifest = json.loads((BOARD / "manifest.json").read_text())
+    log(f"board: {manifest['kernel_package']} {manifest['kernel_package_version']}, "
+        f"busybox-static {manifest['busybox_static_version']}, edgerec {manifest['edgerec_sha256'][:12]} "
+        f"({manifest['edgerec_features']}); qemu TCG, seed {seed}")
+    results = []
+    t_all = time.monotonic()
+    for cls in SCENARIOS:
+        if only and cls.name not in only:
+            continue
+        s = cls(a.work, host, seed)
+        t = time.monotonic()
+        try:
+            figure = s.run()
+            ok = True
+        except Fail as e:
+            ok, figure = False, str(e)
+        except Exception:  # a harness bug or a missing file: a failure with its trace
+            ok, figure = False, traceback.format_exc()
+        finally:
+            for b in s.boots:
+                if b.proc.poll() is None:
+                    b.proc.kill()
+                    b.proc.wait()
+        secs = time.monotonic() - t
+        log(f"{s.name}: {'PASS' if ok else 'FAIL'} in {secs:.0f} s: {figure}")
+        if ok and not a.keep:
+            for p in list(s.work.glob("*.img")) + [s.work / "pulled"]:
+                shutil.rmtree(p, ignore_errors=True) if p.is_dir() else p.unlink(missing_ok=True)
+        results.append({"scenario": s.name, "result": "PASS" if ok else "FAIL", "figure": figure,
+                        "seconds": round(secs, 1), "boots": len(s.boots), "notes": s.notes, "what": s.what})
+    total = time.monotonic() - t_all
+    print()
+    w = max(len(r["scenario"]) for r in results)
+    print(f"{'scenario':<{w}}  result  time   key figure")
+    for r in results:
+        first = r["figure"].splitlines()[0] if r["figure"] else ""
+        print(f"{r['scenario']:<{w}}  {r['result']:<6}  {r['seconds']:>4.0f}s  {first}")
+    print(f"{'camera':<{w}}  n/a        -   a test camera through GStreamer: edgerec has no GStreamer source yet")
+    print(f"total {total:.0f} s on {os.cpu_count()} host cores, TCG; work files in {a.work}")
+    for r in results:
+        if r["result"] == "FAIL":
+            print(f"\n{r['scenario']} FAILED:\n{r['figure']}")
+    if a.json:
+        Path(a.json).write_text(json.dumps({"seed": seed, "seconds": round(total, 1), "manifest": manifest,
+                                            "results": results}, indent=2))
+    sys.exit(0 if all(r["result"] == "PASS" for r in results) else 1)
+
+
+if __name__ == "__main__":
+    main()
