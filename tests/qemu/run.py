@@ -508,7 +508,8 @@ class PowerCut(Scenario):
 
 class Watchdog(Scenario):
     name = "watchdog"
-    what = "i6300esb armed; SIGUSR2 stalls storage; reset; next boot reports the fault; 60 s healthy run"
+    what = ("i6300esb armed; SIGUSR2 stalls storage; reset; next boot reports the fault; 60 s healthy run; "
+            "a start-up error after arming disarms it")
     TIMEOUT_S = 4
     # Not 1 s: the control stage beats once per 1 s tick, so a 1 s deadline
     # calls it stalled on ordinary jitter (seen here: "stage `control`
@@ -523,7 +524,13 @@ class Watchdog(Scenario):
                      stage_deadline=f"{self.DEADLINE_S}s", extra=RETENTION)
         # Room for the 60 s healthy run at full rate (a sparse file: only
         # what is written takes space on the host).
-        disk = Disk(self.work / "nvme.img", 4096, {"edgerec/edgerec.toml": cfg})
+        # A configuration that fails only after the watchdog is armed: the
+        # PHC it names does not exist (step 4).
+        bad = config(watchdog="/dev/watchdog0", watchdog_timeout=f"{self.TIMEOUT_S}s",
+                     stage_deadline=f"{self.DEADLINE_S}s",
+                     extra='[clock]\nsource = "phc"\nphc = "/dev/ptp7"\n')
+        disk = Disk(self.work / "nvme.img", 4096, {"edgerec/edgerec.toml": cfg,
+                                                   "edgerec/bad-clock.toml": bad})
         # 1. The stall and the reset.
         b = self.boot("stall", "watchdog-stall", disk, "edgerec.stall_after=4", timeout=120)
         t_stall, stall_line = b.wait_for("stall", 90)
@@ -593,7 +600,18 @@ class Watchdog(Scenario):
         check(rep and rep["seconds"] >= self.HEALTHY_S - 1, f"healthy run report {rep and rep['seconds']}")
         self.note(f"healthy run: {rep['seconds']:.0f} s recorded, {pings} keepalives, clean power-off, "
                   f"{rep['drops']} drops")
-        return f"reset {reset_s:.1f} s after stall (bound {bound:.1f}); stage=storage reported; {self.HEALTHY_S} s healthy: no reset"
+
+        # 4. A start-up error after the watchdog is armed disarms it: exit 78
+        # (EX_CONFIG), then twice the timeout without a reset.
+        wait_s = 2 * self.TIMEOUT_S
+        e = self.boot("starterr", "watchdog-starterr", disk, f"edgerec.wait={wait_s}", timeout=90).finish()
+        e.expect_clean(edgerec_ok=False)
+        rcs = [x for _, x in e.reports("edgerec-exit")]
+        check(rcs and rcs[-1].startswith("rc=78"), f"bad-clock.toml: edgerec exit {rcs}, not 78\n{e.tail()}")
+        check(any(x.startswith("@@ no-reset") for _, x in e.lines), f"no @@ no-reset line\n{e.tail()}")
+        self.note(f"start-up error after arming (clock.phc /dev/ptp7): exit 78, no reset in {wait_s} s")
+        return (f"reset {reset_s:.1f} s after stall (bound {bound:.1f}); stage=storage reported; "
+                f"{self.HEALTHY_S} s healthy: no reset; start-up error: disarmed")
 
 
 class DiskFull(Scenario):

@@ -123,37 +123,18 @@ impl Daemon {
             None
         };
 
-        let source = match cfg.clock.source {
-            ClockSourceKind::Realtime => ClockSource::Realtime,
-            ClockSourceKind::Tai => ClockSource::Tai,
-            ClockSourceKind::Phc => ClockSource::Phc(cfg.clock.phc.clone()),
+        // From here on the hardware watchdog is armed: a start-up error must
+        // disarm it (where the device allows), or a configuration mistake
+        // becomes a board reset every watchdog_timeout, on every boot.
+        let (clock, monitor) = match open_clock(cfg, &heartbeats) {
+            Ok(v) => v,
+            Err(e) => {
+                if let Some(w) = watchdog {
+                    stop_watchdog(w);
+                }
+                return Err(e);
+            }
         };
-        let clock = Clock::open(&source).map_err(|e| {
-            StartError::Config(anyhow::anyhow!(
-                "clock.source = \"{}\": {e}",
-                cfg.clock.source.as_str()
-            ))
-        })?;
-        let clock_beat = heartbeats.register(
-            "clock",
-            cfg.health.stage_deadline.max(cfg.clock.poll_interval * 3),
-        );
-        let monitor = ClockMonitor::start(
-            MonitorOptions {
-                source,
-                phc: (!cfg.clock.phc.is_empty()).then(|| cfg.clock.phc.clone()),
-                ptp4l_socket: non_empty(&cfg.clock.ptp4l_socket),
-                domain: cfg.clock.domain,
-                poll_interval: cfg.clock.poll_interval,
-                lock_threshold_ns: cfg.clock.lock_threshold.as_nanos() as u64,
-                lock_time: cfg.clock.lock_time,
-                holdover_max: cfg.clock.holdover_max,
-            },
-            move || clock_beat.beat(),
-        )
-        .map_err(|e| {
-            StartError::Config(anyhow::anyhow!("clock.phc = \"{}\": {e}", cfg.clock.phc))
-        })?;
 
         Ok(Daemon {
             heartbeats,
@@ -176,9 +157,12 @@ impl Daemon {
             record_status: cfg.health.record_status,
             record_clock: cfg.health.record_clock,
         })
-        .and_then(|mut d| {
-            d.serve(cfg)?;
-            Ok(d)
+        .and_then(|mut d| match d.serve(cfg) {
+            Ok(()) => Ok(d),
+            Err(e) => {
+                d.finish(None, HealthState::Fault);
+                Err(e)
+            }
         })
     }
 
@@ -306,12 +290,54 @@ impl Daemon {
             m.stop();
         }
         if let Some(w) = self.watchdog.take() {
-            match w.stop() {
-                Ok(how) => tracing::info!("watchdog: {how:?}"),
-                Err(e) => tracing::warn!("watchdog: clean stop failed: {e}"),
-            }
+            stop_watchdog(w);
         }
     }
+}
+
+/// Stops the supervisor: magic close disarms the hardware watchdog where
+/// the driver supports it (else it stays fed until the process exits).
+fn stop_watchdog(w: Supervisor) {
+    match w.stop() {
+        Ok(how) => tracing::info!("watchdog: {how:?}"),
+        Err(e) => tracing::warn!("watchdog: clean stop failed: {e}"),
+    }
+}
+
+/// The recording clock and its monitor thread (which beats the `clock`
+/// stage).
+fn open_clock(cfg: &Config, heartbeats: &Heartbeats) -> Result<(Clock, ClockMonitor), StartError> {
+    let source = match cfg.clock.source {
+        ClockSourceKind::Realtime => ClockSource::Realtime,
+        ClockSourceKind::Tai => ClockSource::Tai,
+        ClockSourceKind::Phc => ClockSource::Phc(cfg.clock.phc.clone()),
+    };
+    let clock = Clock::open(&source).map_err(|e| {
+        StartError::Config(anyhow::anyhow!(
+            "clock.source = \"{}\": {e}",
+            cfg.clock.source.as_str()
+        ))
+    })?;
+    let clock_beat = heartbeats.register(
+        "clock",
+        cfg.health.stage_deadline.max(cfg.clock.poll_interval * 3),
+    );
+    let monitor = ClockMonitor::start(
+        MonitorOptions {
+            source,
+            phc: (!cfg.clock.phc.is_empty()).then(|| cfg.clock.phc.clone()),
+            ptp4l_socket: non_empty(&cfg.clock.ptp4l_socket),
+            domain: cfg.clock.domain,
+            poll_interval: cfg.clock.poll_interval,
+            lock_threshold_ns: cfg.clock.lock_threshold.as_nanos() as u64,
+            lock_time: cfg.clock.lock_time,
+            holdover_max: cfg.clock.holdover_max,
+        },
+        move || clock_beat.beat(),
+    )
+    .map_err(|e| StartError::Config(anyhow::anyhow!("clock.phc = \"{}\": {e}", cfg.clock.phc)))?;
+
+    Ok((clock, monitor))
 }
 
 fn non_empty(p: &Path) -> Option<PathBuf> {
