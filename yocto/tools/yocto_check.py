@@ -1,0 +1,581 @@
+#!/usr/bin/env python3
+"""Checks yocto/ against itself and against the rest of the repository.
+
+No bitbake runs here (no Yocto sources on CI); instead every fact the
+layer states about the workspace, the board directory or an upstream layer
+that can be checked offline is checked:
+
+  kas         every yocto/kas/*.yml, with its includes merged the way kas
+              merges them, validates against kas's own JSON schema (the
+              pinned kas package), and every upstream repository is pinned
+              to a full commit (or, noted, a release branch only)
+  oelint      oelint-adv --release scarthgap over every .bb, .bbappend,
+              .bbclass and .inc under yocto/, zero findings, with the
+              suppressions in yocto/oelint-suppressions.txt
+  layer       LAYERSERIES_COMPAT names scarthgap
+  kernel      KERNEL_ARGS:append:tegra equals the kernel-cmdline of the board
+              EDGEREC_BOARD selects on Jetson (board/jetson-agx-orin/)
+  board       every board file the recipe installs exists, for each board
+              EDGEREC_BOARD can select (skipped, saying so, while board/ is
+              still being written)
+  features    every cargo feature the layer can enable exists in
+              crates/edgerec/Cargo.toml
+  version     the recipe's PV is the workspace version, its LICENSE the
+              workspace license, EDGEREC_GIT_URI the workspace repository
+  rust        RUSTVERSION >= the workspace rust-version
+  partitions  the NVMe layout has DATA last before secondary_gpt, the only
+              growing partition, with APP still id 1 and fixed
+
+Each problem is printed as `FAIL <file>: <what>` with a `fix:` line.
+scripts/yocto-check runs this after scripts/yocto-crates --check.
+"""
+
+import argparse
+import fnmatch
+import glob
+import os
+import re
+import subprocess
+import sys
+import tomllib
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+
+LAYER = "yocto/meta-edgerec"
+RECIPE_DIR = f"{LAYER}/recipes-edgerec/edgerec"
+DISTRO_CONF = f"{LAYER}/conf/distro/edgerec.conf"
+LAYER_CONF = f"{LAYER}/conf/layer.conf"
+PARTITION_XML = (f"{LAYER}/dynamic-layers/meta-tegra/recipes-bsp/tegra-binaries/"
+                 "tegra-storage-layout-base/edgerec-flash_l4t_t234_nvme.xml")
+SUPPRESSIONS = "yocto/oelint-suppressions.txt"
+CONSTANTS = "yocto/oelint-constants.json"
+RELEASE = "scarthgap"
+FULL_SHA = re.compile(r"^[0-9a-f]{40}$")
+
+
+@dataclass
+class Report:
+    """Problems (each fails the check), skips and notes, in order."""
+    problems: list = field(default_factory=list)
+    skips: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
+
+    def fail(self, path, what, fix):
+        self.problems.append((path, what, fix))
+
+    def skip(self, what):
+        self.skips.append(what)
+
+    def note(self, what):
+        self.notes.append(what)
+
+
+# --------------------------------------------------------------------------
+# A small reader for the bitbake assignments this layer uses: one
+# `VAR[:override...] OP "value"` per logical line (backslash continuations
+# joined), comments and everything else ignored.
+
+ASSIGN = re.compile(
+    r'^(?:export\s+)?(?P<var>[A-Za-z_][A-Za-z0-9_${}.\-]*)(?P<ovr>(?::[A-Za-z0-9_${}.\-]+)*)'
+    r'\s*(?P<op>\?\?=|\?=|:=|\+=|=\+|\.=|=\.|=)\s*"(?P<val>.*)"\s*$')
+
+
+@dataclass
+class Assignment:
+    var: str
+    overrides: tuple
+    op: str
+    value: str
+    path: str
+    line: int
+
+
+def read_assignments(path, root):
+    out = []
+    rel = os.path.relpath(path, root)
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    i = 0
+    while i < len(lines):
+        start = i
+        text = lines[i]
+        while text.endswith("\\") and i + 1 < len(lines):
+            i += 1
+            text = text[:-1] + " " + lines[i].strip()
+        i += 1
+        m = ASSIGN.match(text.strip())
+        if m:
+            ovr = tuple(o for o in m.group("ovr").split(":") if o)
+            out.append(Assignment(m.group("var"), ovr, m.group("op"),
+                                  " ".join(m.group("val").split()), rel, start + 1))
+    return out
+
+
+def layer_files(root, patterns):
+    files = []
+    for pat in patterns:
+        files += glob.glob(os.path.join(root, LAYER, "**", pat), recursive=True)
+    return sorted(set(files))
+
+
+def assignments_of(root, var, patterns=("*.bb", "*.bbappend", "*.inc", "*.conf")):
+    res = []
+    for f in layer_files(root, patterns):
+        res += [a for a in read_assignments(f, root) if a.var == var]
+    return res
+
+
+def recipe_path(root):
+    found = sorted(glob.glob(os.path.join(root, RECIPE_DIR, "edgerec_*.bb")))
+    return found[0] if len(found) == 1 else None
+
+
+def workspace(root):
+    with open(os.path.join(root, "Cargo.toml"), "rb") as f:
+        return tomllib.load(f)["workspace"]["package"]
+
+
+def version_tuple(text):
+    return tuple(int(x) for x in re.findall(r"\d+", text)[:3])
+
+
+# --------------------------------------------------------------------------
+# kas
+
+def load_kas(path, root):
+    """The merged configuration of one top-level kas file, as kas builds it.
+
+    Uses kas's own include handler, which validates every file (the top one
+    and each include) against kas's JSON schema while loading it. The
+    repository root is given instead of asked from git, so temporary copies
+    (the self-tests) work too.
+    """
+    from kas.includehandler import IncludeHandler
+    handler = IncludeHandler([path], use_lock=False)
+    handler.top_repo_path = root
+    handler.ensure_from_same_repo = lambda: None
+    config, missing = handler.get_config()
+    return config, missing
+
+
+def check_kas(root, report):
+    import logging
+    from kas.kasusererror import KasUserError
+    from kas import __version__ as kas_version
+    top = sorted(glob.glob(os.path.join(root, "yocto", "kas", "*.yml")))
+    if not top:
+        report.fail("yocto/kas", "no kas files", "add yocto/kas/<machine>.yml")
+        return
+    # kas logs each schema error before raising; collect them for the report.
+    records = []
+
+    class Collect(logging.Handler):
+        def emit(self, record):
+            records.append(record.getMessage())
+
+    collector = Collect(level=logging.ERROR)
+    kas_logger = logging.getLogger()
+    kas_logger.addHandler(collector)
+    try:
+        for path in top:
+            rel = os.path.relpath(path, root)
+            records.clear()
+            try:
+                config, missing = load_kas(path, root)
+            except (KasUserError, OSError) as e:
+                details = "; ".join(" ".join(r.split()) for r in records
+                                    if "validation Error" in r)
+                details = f"{details} ({e})" if details else str(e)
+                report.fail(rel, f"kas {kas_version} rejects it: {details}",
+                            "make the file match kas's schema "
+                            "(https://kas.readthedocs.io/en/latest/userguide/project-configuration.html)")
+                continue
+            if missing:
+                report.fail(rel, f"includes from repositories kas has not fetched: {missing}",
+                            "include files of this repository only (repo-relative paths)")
+            check_kas_pins(rel, config, report)
+            check_local_layers(rel, config, root, report)
+            if not config.get("machine"):
+                report.fail(rel, "no machine", "set machine: (or include a file that does)")
+            if config.get("distro") != "edgerec":
+                report.fail(rel, f"distro is {config.get('distro')!r}, not 'edgerec'",
+                            "include yocto/kas/include/common.yml")
+    finally:
+        kas_logger.removeHandler(collector)
+
+
+def check_local_layers(rel, config, root, report):
+    """Layers of this checkout (repos without a url) must exist."""
+    for name, repo in sorted((config.get("repos") or {}).items()):
+        repo = repo or {}
+        if repo.get("url"):
+            continue
+        for layer in (repo.get("layers") or {"."}):
+            conf = os.path.join(root, repo.get("path") or "", layer, "conf", "layer.conf")
+            if not os.path.isfile(conf):
+                report.fail(rel, f"repos.{name}.layers.{layer}: no {os.path.relpath(conf, root)}",
+                            "list the layer directory relative to the repository root")
+
+
+def check_kas_pins(rel, config, report):
+    for name, repo in sorted((config.get("repos") or {}).items()):
+        repo = repo or {}
+        if not repo.get("url"):
+            continue  # this checkout
+        commit, branch = repo.get("commit"), repo.get("branch")
+        if commit is not None:
+            if not FULL_SHA.match(str(commit)):
+                report.fail(rel, f"repos.{name}.commit {commit!r} is not a full lower-case commit id",
+                            "use the 40-hex-digit commit")
+            if not branch:
+                report.fail(rel, f"repos.{name} has a commit but no branch",
+                            f"add branch: {RELEASE} (kas then checks the branch contains the commit)")
+        elif branch and RELEASE in str(branch):
+            note = f"{rel}: repos.{name} is pinned to release branch {branch!r} only (no commit)"
+            if note not in report.notes:
+                report.note(note)
+        else:
+            report.fail(rel, f"repos.{name} is not pinned (commit {commit!r}, branch {branch!r})",
+                        "add commit: <40-hex id> on its scarthgap branch")
+
+
+# --------------------------------------------------------------------------
+# oelint-adv
+
+def read_suppressions(root, report):
+    """[(rule, [globs relative to yocto/])]; every entry needs a reason."""
+    path = os.path.join(root, SUPPRESSIONS)
+    entries = []
+    if not os.path.exists(path):
+        return entries
+    with open(path, encoding="utf-8") as f:
+        for n, line in enumerate(f, 1):
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            head, sep, reason = line.partition(" -- ")
+            parts = head.split()
+            if not sep or not reason.strip() or not parts:
+                report.fail(f"{SUPPRESSIONS}:{n}", "suppression without a reason",
+                            "write `RULE [PATH-GLOB...] -- why the rule does not apply`")
+                continue
+            entries.append((parts[0], parts[1:]))
+    return entries
+
+
+def oelint_command():
+    """oelint-adv of this interpreter's environment (the pinned venv)."""
+    beside = os.path.join(os.path.dirname(sys.executable), "oelint-adv")
+    return beside if os.path.exists(beside) else "oelint-adv"
+
+
+def check_oelint(root, report):
+    """One oelint-adv run over every file; findings are then matched
+    against the suppressions by rule and by the file oelint names (a .bb
+    also reports what its includes say, under the include's path)."""
+    files = sorted(f for f in glob.glob(os.path.join(root, "yocto", "**", "*"), recursive=True)
+                   if f.endswith((".bb", ".bbappend", ".bbclass", ".inc")))
+    if not files:
+        report.fail("yocto", "no recipes to lint", "")
+        return
+    suppressions = read_suppressions(root, report)
+
+    def suppressed(rule, path):
+        rel = os.path.relpath(path, os.path.join(root, "yocto"))
+        return any((rule == r or rule.startswith(r + "."))
+                   and (not globs or any(fnmatch.fnmatch(rel, g) for g in globs))
+                   for r, globs in suppressions)
+
+    cmd = [oelint_command(), "--release", RELEASE, "--quiet", "--mode", "all", "--jobs", "1",
+           f"--constantmods=+{os.path.join(root, CONSTANTS)}"] + files
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    out = (proc.stdout + proc.stderr).strip()
+    finding = re.compile(r"^(?P<file>/[^:]+):(?P<line>\d+):(?P<sev>error|warning|info):"
+                         r"(?P<rule>[^:]+):(?P<msg>.*)$")
+    hits = [m for m in (finding.match(line) for line in out.splitlines()) if m]
+    for m in hits:
+        if suppressed(m.group("rule"), m.group("file")):
+            continue
+        report.fail(f"{os.path.relpath(m.group('file'), root)}:{m.group('line')}",
+                    f"oelint {m.group('sev')} {m.group('rule')}: {m.group('msg').strip()}",
+                    "change the recipe, or add the rule with its reason to "
+                    f"{SUPPRESSIONS} if it cannot apply")
+    if not hits and proc.returncode != 0:
+        report.fail("yocto", f"oelint-adv failed ({proc.returncode}): {out[-500:]}",
+                    "run it by hand: " + " ".join(cmd[:8]) + " <files>")
+
+
+# --------------------------------------------------------------------------
+# Consistency with the workspace and board/
+
+def check_layer(root, report):
+    compat = [a for a in read_assignments(os.path.join(root, LAYER_CONF), root)
+              if a.var.startswith("LAYERSERIES_COMPAT_")]
+    if not compat or not any(RELEASE in a.value.split() for a in compat):
+        report.fail(LAYER_CONF, f"LAYERSERIES_COMPAT does not name {RELEASE}",
+                    f'LAYERSERIES_COMPAT_edgerec = "{RELEASE}"')
+
+
+def kernel_args(root):
+    args = [a for a in assignments_of(root, "KERNEL_ARGS", ("*.conf", "*.inc"))
+            if a.overrides == ("append", "tegra")]
+    return args
+
+
+def check_kernel_cmdline(root, report):
+    args = kernel_args(root)
+    if len(args) != 1:
+        report.fail(DISTRO_CONF, f"expected one KERNEL_ARGS:append:tegra, found {len(args)}",
+                    "set it once, in conf/distro/include/edgerec-tegra.inc")
+        return
+    a = args[0]
+    tegra_boards = sorted(b for b, (_, active) in boards(root).items() if "tegra" in active)
+    if not tegra_boards:
+        report.fail(RECIPE_DIR, "no EDGEREC_BOARD for Jetson (tegra) machines",
+                    'EDGEREC_BOARD:tegra234 = "jetson-agx-orin"')
+    for board in tegra_boards:
+        board_file = f"board/{board}/kernel-cmdline"
+        if not os.path.isdir(os.path.join(root, "board", board)):
+            report.skip(f"kernel command line: board/{board}/ does not exist yet, "
+                        f"so {a.path}:{a.line} ({a.value!r}) was not compared")
+            continue
+        path = os.path.join(root, board_file)
+        if not os.path.exists(path):
+            report.fail(board_file, "missing (the KERNEL_ARGS the image sets must equal it)",
+                        f"write {board_file} (one line)")
+            continue
+        with open(path, encoding="utf-8") as f:
+            want = " ".join(f.read().split())
+        if a.value != want:
+            report.fail(f"{a.path}:{a.line}",
+                        f"KERNEL_ARGS:append:tegra is {a.value!r} but {board_file} says {want!r}",
+                        f'set KERNEL_ARGS:append:tegra = " {want}" (or change {board_file} '
+                        "and its TUNING.md together)")
+
+
+# What each machine override EDGEREC_BOARD is selected by implies: meta-tegra
+# puts tegra (tegra-common.inc) and the SOC_FAMILY tegra234 (tegra234.inc)
+# into MACHINEOVERRIDES of every Orin machine.
+IMPLIED_OVERRIDES = {
+    "tegra": {"tegra"},
+    "tegra234": {"tegra", "tegra234"},
+    "jetson-agx-orin-devkit": {"tegra", "tegra234", "jetson-agx-orin-devkit"},
+}
+
+
+def boards(root):
+    """{board: (where it is selected, the machine overrides active then)}."""
+    out = {}
+    for a in assignments_of(root, "EDGEREC_BOARD"):
+        active = set()
+        for o in a.overrides:
+            active |= IMPLIED_OVERRIDES.get(o, {o})
+        out[a.value] = (f"{a.path}:{a.line}", active)
+    return out
+
+
+def systemd_units(root, active=None):
+    """{package: [units]} the recipe enables through systemd.bbclass for a
+    machine with the given overrides (None: every package, any machine)."""
+    recipe = assignments_of(root, "SYSTEMD_PACKAGES", ("*.bb", "*.bbappend"))
+    packages = []
+    for a in recipe:
+        conds = set(a.overrides) - {"append", "prepend", "remove"}
+        if active is None or conds <= active:
+            packages += a.value.replace("${PN}", "edgerec").split()
+    units = {}
+    for a in assignments_of(root, "SYSTEMD_SERVICE", ("*.bb", "*.bbappend")):
+        pkg = ":".join(a.overrides).replace("${PN}", "edgerec")
+        if pkg in packages:
+            units.setdefault(pkg, []).extend(a.value.split())
+    return units
+
+
+# The board contract (board/README.md): why each file must exist.
+BOARD_FILES = {
+    "edgerec.toml": "installed as /usr/share/edgerec/edgerec.toml",
+    "linuxptp/ptp4l.conf": "installed as /etc/linuxptp/edgerec-ptp4l.conf",
+    "kernel-cmdline": "board contract: the kernel command line the image must set",
+    "TUNING.md": "board contract: the reason and the measurement for every value",
+}
+
+
+def check_boards(root, report):
+    selectable = boards(root)
+    if not selectable:
+        report.fail(RECIPE_DIR, "EDGEREC_BOARD is never set", 'EDGEREC_BOARD ?= "qemuarm64"')
+        return
+    all_units = {u for us in systemd_units(root).values() for u in us}
+    for board, (where, active) in sorted(selectable.items()):
+        bdir = os.path.join(root, "board", board)
+        if not os.path.isdir(bdir):
+            report.skip(f"board files: board/{board}/ (EDGEREC_BOARD at {where}) does not exist "
+                        "yet; its files were not checked")
+            continue
+        required = dict(BOARD_FILES)
+        for pkg, units in systemd_units(root, active).items():
+            for u in units:
+                required[f"systemd/{u}"] = (f"SYSTEMD_SERVICE:{pkg} names it for this board "
+                                            "(bitbake stops without it)")
+        for rel, why in sorted(required.items()):
+            path = os.path.join(bdir, rel)
+            if os.path.islink(path) and not os.path.exists(path):
+                report.fail(f"board/{board}/{rel}", f"broken symlink to {os.readlink(path)}",
+                            "point it at an existing file")
+            elif not os.path.isfile(path):
+                report.fail(f"board/{board}/{rel}", f"missing ({why})",
+                            f"add it to board/{board}/ (board/README.md has the contract)")
+        if not glob.glob(os.path.join(bdir, "udev", "*.rules")):
+            report.fail(f"board/{board}/udev", "no *.rules (installed to /usr/lib/udev/rules.d)",
+                        "add the board's udev rules")
+        for extra in sorted(glob.glob(os.path.join(bdir, "systemd", "*"))):
+            name = os.path.basename(extra)
+            if name.endswith((".mount", ".timer")) and name not in all_units:
+                report.note(f"board/{board}/systemd/{name} is installed but in no "
+                            "SYSTEMD_SERVICE list, so it is not enabled")
+            elif (name.endswith(".service") and name not in all_units
+                  and name[:-len(".service")] + ".timer" not in all_units):
+                report.note(f"board/{board}/systemd/{name} is installed but in no "
+                            "SYSTEMD_SERVICE list, so it is not enabled")
+
+
+def cargo_features(root):
+    with open(os.path.join(root, "crates", "edgerec", "Cargo.toml"), "rb") as f:
+        return set(tomllib.load(f).get("features", {}))
+
+
+def check_features(root, report):
+    have = cargo_features(root)
+    for a in assignments_of(root, "EDGEREC_CARGO_FEATURES"):
+        for feat in a.value.split():
+            if feat not in have:
+                report.fail(f"{a.path}:{a.line}",
+                            f"cargo feature {feat!r} does not exist in crates/edgerec/Cargo.toml "
+                            f"(it has: {', '.join(sorted(have)) or 'none'})",
+                            f"add `{feat} = [...]` to [features] there, or stop enabling it")
+
+
+def check_recipe(root, report):
+    path = recipe_path(root)
+    if path is None:
+        report.fail(RECIPE_DIR, "expected exactly one edgerec_<version>.bb", "rename the recipe")
+        return
+    rel = os.path.relpath(path, root)
+    ws = workspace(root)
+    pv = os.path.basename(path)[len("edgerec_"):-len(".bb")]
+    explicit = [a for a in read_assignments(path, root) if a.var == "PV"]
+    if explicit:
+        pv = explicit[-1].value
+    if pv != ws["version"]:
+        report.fail(rel, f"recipe PV {pv} is not the workspace version {ws['version']}",
+                    f"git mv {rel} {RECIPE_DIR}/edgerec_{ws['version']}.bb")
+    values = {a.var: a for a in read_assignments(path, root) if not a.overrides}
+    lic = values.get("LICENSE")
+    if lic is None or lic.value != ws["license"]:
+        report.fail(rel, f"LICENSE {lic.value if lic else None!r} is not the workspace license "
+                    f"{ws['license']!r}", f'LICENSE = "{ws["license"]}"')
+    uri = values.get("EDGEREC_GIT_URI")
+    repo = re.sub(r"^[a-z+]+://", "", ws["repository"]).removesuffix(".git").rstrip("/")
+    got = re.sub(r"^[a-z+]+://", "", uri.value.split(";")[0]).removesuffix(".git") if uri else None
+    if got != repo:
+        report.fail(rel, f"EDGEREC_GIT_URI points at {got!r}, the workspace repository is {repo!r}",
+                    f'EDGEREC_GIT_URI ?= "git://{repo};protocol=https;branch=main"')
+
+
+def check_rust(root, report):
+    pins = [a for a in assignments_of(root, "RUSTVERSION", ("*.conf", "*.inc")) if not a.overrides]
+    need = workspace(root)["rust-version"]
+    if not pins:
+        report.fail(DISTRO_CONF, "RUSTVERSION is not pinned",
+                    'RUSTVERSION = "<version the meta-lts-mixins commit ships>%"')
+        return
+    for a in pins:
+        if version_tuple(a.value) < version_tuple(need):
+            report.fail(f"{a.path}:{a.line}",
+                        f"RUSTVERSION {a.value} is older than the workspace rust-version {need}",
+                        "pin a newer meta-lts-mixins scarthgap/rust commit and its RUSTVERSION")
+
+
+def check_partitions(root, report):
+    path = os.path.join(root, PARTITION_XML)
+    try:
+        tree = ET.parse(path)
+    except (OSError, ET.ParseError) as e:
+        report.fail(PARTITION_XML, f"cannot be read as XML: {e}", "fix the file")
+        return
+    parts = tree.getroot().findall("./device/partition")
+    names = [p.get("name") for p in parts]
+
+    def attr(p):
+        return int((p.findtext("allocation_attribute") or "0").strip(), 0)
+
+    fix = "DATA must be the last partition before secondary_gpt, with allocation_attribute 0x808"
+    if "DATA" not in names:
+        report.fail(PARTITION_XML, "no DATA partition", fix)
+        return
+    data = parts[names.index("DATA")]
+    if names[-1] != "secondary_gpt" or names[-2] != "DATA":
+        report.fail(PARTITION_XML, f"partition order ends with {names[-3:]}", fix)
+    if attr(data) != 0x808:
+        report.fail(PARTITION_XML, f"DATA allocation_attribute is {hex(attr(data))}", fix)
+    growing = [p.get("name") for p in parts if attr(p) & 0x800]
+    if growing != ["DATA"]:
+        report.fail(PARTITION_XML, f"partitions that grow (bit 0x800): {growing}",
+                    "only DATA may grow; give the others allocation_attribute 8")
+    app = parts[names.index("APP")] if "APP" in names else None
+    if app is None or app.get("id") != "1":
+        report.fail(PARTITION_XML, "APP must stay id 1 (TNSPEC_BOOTDEV nvme0n1p1)",
+                    'keep <partition name="APP" id="1" ...>')
+
+
+CHECKS = [
+    ("kas", check_kas),
+    ("layer", check_layer),
+    ("kernel", check_kernel_cmdline),
+    ("board", check_boards),
+    ("features", check_features),
+    ("version", check_recipe),
+    ("rust", check_rust),
+    ("partitions", check_partitions),
+    ("oelint", check_oelint),
+]
+
+
+def run(root, only=None, skip=()):
+    report = Report()
+    for name, check in CHECKS:
+        if (only and name not in only) or name in skip:
+            continue
+        check(root, report)
+    return report
+
+
+def print_report(report, out=sys.stdout):
+    for what in report.skips:
+        print(f"SKIP {what}", file=out)
+    for what in report.notes:
+        print(f"NOTE {what}", file=out)
+    for path, what, fix in report.problems:
+        print(f"FAIL {path}: {what}", file=out)
+        if fix:
+            print(f"  fix: {fix}", file=out)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--root", default=os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "..")))
+    ap.add_argument("--only", nargs="*", choices=[n for n, _ in CHECKS])
+    ap.add_argument("--skip", nargs="*", default=[], choices=[n for n, _ in CHECKS])
+    args = ap.parse_args()
+    report = run(os.path.abspath(args.root), args.only, args.skip)
+    print_report(report)
+    names = [n for n, _ in CHECKS if (not args.only or n in args.only) and n not in args.skip]
+    if report.problems:
+        print(f"yocto checks: {len(report.problems)} problem(s) ({', '.join(names)})")
+        return 1
+    print(f"yocto checks: ok ({', '.join(names)}; {len(report.skips)} skipped)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
