@@ -60,6 +60,11 @@ RETENTION = """
 min_free_bytes = "128MiB"
 min_free_percent = 0
 """
+RT_PRIO = 10
+RT = f"""
+[storage]
+realtime_priority = {RT_PRIO}
+"""
 RATES = {"/imu": 200, "/camera/image_raw": 20, "/lidar/points": 10}
 
 
@@ -414,7 +419,7 @@ class Record(Scenario):
     SECONDS = 20
 
     def run(self):
-        disk = Disk(self.work / "nvme.img", 2048, {"edgerec/edgerec.toml": config(extra=RETENTION)})
+        disk = Disk(self.work / "nvme.img", 2048, {"edgerec/edgerec.toml": config(extra=RETENTION + RT)})
         b = self.boot("boot", "record", disk, f"edgerec.seconds={self.SECONDS}", timeout=150).finish()
         b.expect_clean()
         st = b.statuses()
@@ -424,6 +429,15 @@ class Record(Scenario):
         # the status calls degraded ("clock unlocked"); nothing else may be.
         check(mid["state"] in ("recording", "degraded") and set(mid["reasons"]) <= {"clock unlocked"},
               f"mid-run state {mid['state']} {mid.get('reasons')}")
+        # storage.realtime_priority: the storage stage's threads, and only
+        # they, under SCHED_FIFO at that priority on the arm64 kernel.
+        sched = [x.split() for _, x in b.reports("sched")]
+        fifo = {c.strip("()") for c, policy, rt in sched if policy == "1" and rt == str(RT_PRIO)}
+        check({"edgerec-seq", "edgerec-io"} <= fifo, f"storage threads not SCHED_FIFO {RT_PRIO}: {sched}")
+        other = [c for c, policy, _ in sched if policy != "0" and c.strip("()") not in
+                 ("edgerec-seq", "edgerec-io", "edgerec-close") and not c.startswith("(iou-")]
+        check(not other, f"threads outside the storage stage under a real-time policy: {other}")
+        self.note(f"SCHED_FIFO {RT_PRIO}: {sorted(fifo)}; {len(sched)} threads in all")
         check(mid["storage"]["backend"] == "io_uring+O_DIRECT",
               f"mid-run backend {mid['storage']['backend']} ({mid['storage'].get('fallback_reason')})")
         report = json.loads(disk.cat("/data/edgerec/report.json") or b"null")

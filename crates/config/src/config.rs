@@ -327,6 +327,10 @@ pub struct StorageConfig {
     /// Bytes reserved ahead of the write position; 0 (off) or from
     /// `block_size` to 64 GiB. Default 256 MiB.
     pub preallocate: u64,
+    /// SCHED_FIFO priority of the storage stage's threads (the sequencer
+    /// that feeds the file and the I/O thread that owns the ring); 0 (off:
+    /// normal scheduling) or 1 to 99. Default 0.
+    pub realtime_priority: u8,
 }
 
 impl Default for StorageConfig {
@@ -337,6 +341,7 @@ impl Default for StorageConfig {
             queue_depth: 8,
             sync_interval: Duration::from_secs(1),
             preallocate: 256 * MIB,
+            realtime_priority: 0,
         }
     }
 }
@@ -590,6 +595,7 @@ pub(crate) mod limits {
 
     pub const BLOCK_SIZE: (u64, u64) = (4 * KIB, 64 * MIB);
     pub const QUEUE_DEPTH: (i64, i64) = (1, 128);
+    pub const REALTIME_PRIORITY: (i64, i64) = (0, 99);
     pub const SYNC_INTERVAL: (Duration, Duration) =
         (Duration::from_millis(10), Duration::from_secs(60));
     pub const PREALLOCATE_MAX: u64 = 64 * GIB;

@@ -67,6 +67,7 @@ const STORAGE_KEYS: &[&str] = &[
     "queue_depth",
     "sync_interval",
     "preallocate",
+    "realtime_priority",
 ];
 const MCAP_KEYS: &[&str] = &[
     "chunk_size",
@@ -503,6 +504,9 @@ fn storage(cx: &Cx, table: &Table) -> Result<StorageConfig> {
             ));
         }
         config.preallocate = preallocate;
+    }
+    if let Some(field) = table.field("realtime_priority") {
+        config.realtime_priority = cx.integer_in(&field, limits::REALTIME_PRIORITY)? as u8;
     }
     Ok(config)
 }

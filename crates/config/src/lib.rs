@@ -37,7 +37,7 @@
 //! assert_eq!(
 //!     err.to_string(),
 //!     "edgerec.toml:2:1: storage.blok_size: unknown key; did you mean `block_size`? \
-//!      (valid keys: backend, block_size, queue_depth, sync_interval, preallocate)"
+//!      (valid keys: backend, block_size, queue_depth, sync_interval, preallocate, realtime_priority)"
 //! );
 //! # Ok::<(), edgerec_config::ConfigError>(())
 //! ```

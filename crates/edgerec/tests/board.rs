@@ -918,6 +918,16 @@ fn recorder_unit_matches_the_config_and_the_binary() {
             "{b}: real-time CPU scheduling for the whole service starves the kernel threads \
              fdatasync needs (TUNING.md); it belongs to the storage thread"
         );
+        if cfg.storage.realtime_priority > 0 {
+            // edgerec sets SCHED_FIFO on its storage threads itself.
+            let caps = unit.get("Service", "CapabilityBoundingSet").unwrap_or("");
+            assert!(
+                caps.is_empty() || caps.split_whitespace().any(|c| c == "CAP_SYS_NICE"),
+                "{b}: storage.realtime_priority = {} needs CAP_SYS_NICE in \
+                 CapabilityBoundingSet ({caps})",
+                cfg.storage.realtime_priority
+            );
+        }
         let memlock = parse_limit_bytes(unit.one("Service", "LimitMEMLOCK"));
         let pool = u64::from(cfg.storage.queue_depth) * cfg.storage.block_size;
         assert!(

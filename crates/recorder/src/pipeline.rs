@@ -161,6 +161,7 @@ impl RecorderOptions {
                 queue_depth: s.queue_depth as usize,
                 sync_interval: s.sync_interval,
                 preallocate: s.preallocate,
+                realtime_priority: s.realtime_priority,
                 backend: match s.backend {
                     B::Auto => edgerec_storage::BackendChoice::Auto,
                     B::IoUring => edgerec_storage::BackendChoice::IoUring,
@@ -545,7 +546,14 @@ impl Recorder {
                 #[cfg(feature = "fault-injection")]
                 stall_storage: opts.watch.stall_storage.clone(),
             };
+            let realtime_priority = opts.storage.realtime_priority;
             spawn("edgerec-seq", move || {
+                // The storage stage's feeding thread: the same real-time
+                // priority as the I/O thread it hands blocks to.
+                edgerec_storage::apply_realtime_priority(
+                    "the sequencer (edgerec-seq)",
+                    realtime_priority,
+                );
                 sequencer_loop(
                     session, segment, sealed_rx, recycle_tx, registry, counters, budget, shared,
                     split, retention, watch,

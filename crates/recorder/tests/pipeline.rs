@@ -1046,3 +1046,76 @@ fn recording_goes_on_in_a_new_segment_after_a_storage_failure() {
         assert!(meta.contains(&n), "{n} not in metadata.yaml");
     }
 }
+
+// ---------------------------------------------------------------------------
+// 9. Real-time priority of the storage stage
+// ---------------------------------------------------------------------------
+
+/// `storage.realtime_priority`: the sequencer and the I/O thread, and only
+/// they, run under SCHED_FIFO at that priority while recording; the bag is
+/// complete.
+#[test]
+fn storage_stage_threads_run_sched_fifo_and_nothing_else_does() {
+    let test = "storage_stage_threads_run_sched_fifo_and_nothing_else_does";
+    let refused = std::thread::spawn(|| {
+        edgerec_storage::set_current_thread_realtime(1)
+            .err()
+            .map(|e| e.to_string())
+    })
+    .join()
+    .expect("probe thread");
+    if let Some(why) = refused {
+        println!("SKIP {test}: SCHED_FIFO refused here ({why}): needs CAP_SYS_NICE");
+        return;
+    }
+    // A priority no other test uses.
+    const PRIO: u32 = 41;
+    const N: u64 = 20_000;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut o = options(dir.path());
+    o.storage.realtime_priority = PRIO as u8;
+    // The source pushes as fast as it can: a queue for all of it.
+    o.queue_capacity = 2 * N as usize;
+    let src = CountingSource::new(1, "/rt", 512).count(N);
+    let counts = src.counts();
+    let rec = Recorder::start(o, boxed(vec![src]), Arc::new(SystemClock)).expect("start");
+    let fifo = libc::SCHED_FIFO as u32;
+    wait_until(
+        Duration::from_secs(10),
+        "edgerec-seq and edgerec-io under SCHED_FIFO",
+        || {
+            let mut seen: Vec<String> = edgerec_testkit::thread_scheduling()
+                .into_iter()
+                .filter(|(comm, policy, rt)| {
+                    *policy == fifo
+                        && *rt == PRIO
+                        && (comm == "edgerec-seq" || comm == "edgerec-io")
+                })
+                .map(|(comm, _, _)| comm)
+                .collect();
+            seen.sort();
+            seen == ["edgerec-io", "edgerec-seq"]
+        },
+    );
+    // Threads the storage stage starts inherit it (the segment closer,
+    // io_uring's own workers); the chunker, the compressors and the
+    // sources stay at normal scheduling.
+    let storage = |comm: &str| {
+        ["edgerec-seq", "edgerec-io", "edgerec-close"].contains(&comm) || comm.starts_with("iou-")
+    };
+    for (comm, policy, rt) in edgerec_testkit::thread_scheduling() {
+        if policy == fifo {
+            assert!(storage(&comm), "{comm} runs SCHED_FIFO {rt}");
+            assert_eq!(rt, PRIO, "{comm}");
+        }
+    }
+    wait_until(Duration::from_secs(20), "all pushed", || counts.finished());
+    let report = rec.stop().expect("stop");
+    let p = counts.get();
+    assert_eq!((p.ok, p.dropped()), (N, 0), "{p:?}");
+    let rb = validate(&only_segment(&report));
+    assert_eq!(rb.message_count, N);
+    let topics = by_topic(&rb);
+    let idx = check_channel("/rt", &topics["/rt"], 1, 512);
+    assert!(idx.iter().copied().eq(0..N));
+}

@@ -45,6 +45,10 @@ pub struct WriterOptions {
     pub preallocate: u64,
     /// Backend selection. Default [`BackendChoice::Auto`].
     pub backend: BackendChoice,
+    /// `SCHED_FIFO` priority of the I/O thread, 1 to 99; 0 (the default)
+    /// leaves it at normal scheduling. A refusal (no `CAP_SYS_NICE`) is
+    /// logged once and the file is written at normal priority.
+    pub realtime_priority: u8,
     /// Fault injection for tests; the default injects nothing.
     #[doc(hidden)]
     pub faults: Faults,
@@ -58,6 +62,7 @@ impl Default for WriterOptions {
             sync_interval: Duration::from_secs(1),
             preallocate: 256 << 20,
             backend: BackendChoice::Auto,
+            realtime_priority: 0,
             faults: Faults::default(),
         }
     }
@@ -222,6 +227,7 @@ impl DirectFile {
             alignment,
             queue_depth: opts.queue_depth,
             preallocate: opts.preallocate,
+            realtime_priority: opts.realtime_priority,
             faults: opts.faults.clone(),
         };
         let (commands, events, thread) =

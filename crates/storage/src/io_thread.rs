@@ -77,6 +77,7 @@ pub(crate) struct Config {
     pub(crate) alignment: usize,
     pub(crate) queue_depth: usize,
     pub(crate) preallocate: u64,
+    pub(crate) realtime_priority: u8,
     pub(crate) faults: Faults,
 }
 
@@ -91,7 +92,13 @@ pub(crate) fn spawn(
     let (ev_tx, ev_rx) = mpsc::channel();
     let handle = std::thread::Builder::new()
         .name("edgerec-io".into())
-        .spawn(move || Worker::new(engine, file, cfg, shared, ev_tx).run(cmd_rx))?;
+        .spawn(move || {
+            crate::sched::apply_realtime_priority(
+                "the I/O thread (edgerec-io)",
+                cfg.realtime_priority,
+            );
+            Worker::new(engine, file, cfg, shared, ev_tx).run(cmd_rx)
+        })?;
     Ok((cmd_tx, ev_rx, handle))
 }
 

@@ -35,9 +35,14 @@ mod blockdev;
 mod direct_file;
 mod error;
 mod io_thread;
+mod sched;
 
 pub use backend::{Backend, BackendChoice};
 #[doc(hidden)]
 pub use direct_file::Faults;
 pub use direct_file::{CloseReport, DirectFile, DurableOffset, StorageStats, WriterOptions};
 pub use error::{ErrorKind, StorageError};
+pub use sched::{
+    apply_realtime_priority, current_thread_scheduling, set_current_thread_realtime,
+    MAX_REALTIME_PRIORITY,
+};

@@ -53,6 +53,19 @@ status() {
     [ -n "$s" ] && echo "@@ status $s"
 }
 
+# "@@ sched COMM POLICY RTPRIO" for every thread of the process $1
+# (/proc/PID/task/TID/stat fields 2, 41 and 40; policy 1 is SCHED_FIFO).
+sched() {
+    for t in /proc/"$1"/task/*; do
+        # shellcheck disable=SC2046 # split into the fields on purpose
+        set -- $(cat "$t/stat" 2>/dev/null)
+        [ $# -ge 41 ] || continue
+        comm=$2
+        shift 39
+        say "sched $comm $2 $1"
+    done
+}
+
 # Every second, the status, while $1 (a pid) lives.
 status_loop() {
     while kill -0 "$1" 2>/dev/null; do

@@ -9,4 +9,5 @@ start_edgerec --duration "${secs}s" --report-json /data/edgerec/report.json
 wait_recording "$pid" 30 || say "not-recording"
 sleep $((secs / 2))
 status
+sched "$pid"
 wait_edgerec

@@ -27,7 +27,8 @@ fn assert_error(
     assert_eq!(err.hint.as_deref(), hint, "{err}");
 }
 
-const STORAGE_KEYS: &str = "backend, block_size, queue_depth, sync_interval, preallocate";
+const STORAGE_KEYS: &str =
+    "backend, block_size, queue_depth, sync_interval, preallocate, realtime_priority";
 const SYNTHETIC_KEYS: &str = "topic, type, rate, payload_size, frame_id, latched";
 
 const TWO_CHANNELS: &str = r#"[[sources.synthetic]]
@@ -229,6 +230,15 @@ fn integer_out_of_range() {
         (2, 15),
         Some("storage.queue_depth"),
         "must be from 1 to 128, got 0",
+        None,
+    );
+
+    let err = error("[storage]\nrealtime_priority = 100\n");
+    assert_error(
+        &err,
+        (2, 21),
+        Some("storage.realtime_priority"),
+        "must be from 0 to 99, got 100",
         None,
     );
 

@@ -42,6 +42,7 @@ fn defaults_are_the_documented_values() {
             queue_depth: 8,
             sync_interval: Duration::from_secs(1),
             preallocate: 256 * mib,
+            realtime_priority: 0,
         },
         mcap: McapConfig {
             chunk_size: 4 * mib,

@@ -7,4 +7,5 @@ mod durability;
 mod enospc;
 mod fallback;
 mod faults;
+mod realtime;
 mod util;
