@@ -239,6 +239,7 @@ impl Daemon {
                 disk_low_percent: cfg.health.disk_low_percent,
                 drops_window: cfg.health.drops_window,
                 deadline: self.stage_deadline,
+                realtime_priority: cfg.storage.realtime_priority,
             },
             recorder,
             self.heartbeats.clone(),

@@ -35,6 +35,7 @@ min_free_percent = 0
 
 [storage]
 sync_interval = "200ms"
+realtime_priority = 5
 
 [mcap]
 chunk_max_age = "100ms"
@@ -198,6 +199,33 @@ fn status_of_a_running_recorder() {
     assert!(storage["backend"].as_str().unwrap().contains('+') || storage["backend"] == "buffered");
     assert!(storage["write_mb_s"].as_f64().unwrap() > 0.0, "{storage:#}");
     assert!(storage["free_bytes"].as_u64().unwrap() > 0);
+    // storage.realtime_priority, read back from the kernel: SCHED_FIFO 5
+    // on the storage stage's threads where the test may set it (root), and
+    // said to be refused where it may not.
+    let rt = &storage["realtime"];
+    assert_eq!(rt["priority"], 5, "{storage:#}");
+    let names = |k: &str| -> Vec<String> {
+        rt[k]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e[0].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let (fifo, other) = (names("fifo"), names("other"));
+    for t in ["edgerec-seq", "edgerec-io"] {
+        assert!(
+            fifo.iter().chain(&other).any(|n| n == t),
+            "{t} missing: {rt:#}"
+        );
+    }
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if root {
+        assert!(other.is_empty(), "root, yet SCHED_FIFO refused: {rt:#}");
+    } else {
+        assert!(fifo.is_empty(), "SCHED_FIFO without CAP_SYS_NICE? {rt:#}");
+    }
     // Sources: the two synthetic ones at about their rates, and the
     // recorder's own topics.
     let sources = json["sources"].as_array().unwrap();
@@ -260,6 +288,12 @@ fn status_of_a_running_recorder() {
         .unwrap();
     assert!(o.status.success());
     let text = String::from_utf8_lossy(&o.stdout);
+    let rt_line = if root {
+        "realtime:  SCHED_FIFO 5 on "
+    } else {
+        "realtime:  SCHED_FIFO 5 asked for; at normal priority: "
+    };
+    assert!(text.contains(rt_line), "{text}");
     for want in [
         "state:     degraded: clock unlocked",
         "clock:     realtime, free_running",

@@ -93,6 +93,23 @@ pub struct StorageStatus {
     pub fault: Option<String>,
     /// Storage failures since the start.
     pub errors: u64,
+    /// `storage.realtime_priority` and what the kernel gives the storage
+    /// stage's threads; absent when it is 0 (normal scheduling).
+    pub realtime: Option<RealtimeStatus>,
+}
+
+/// The storage stage's real-time scheduling as the kernel reports it
+/// (`/proc/self/task/*/stat`), not as it was asked for.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RealtimeStatus {
+    /// The configured `SCHED_FIFO` priority.
+    pub priority: u8,
+    /// Storage threads under `SCHED_FIFO` at that priority: name and count
+    /// (io_uring's workers as `iou-wrk`).
+    pub fifo: Vec<(String, u32)>,
+    /// Storage threads under any other policy or priority: where
+    /// `SCHED_FIFO` was refused (the log says why).
+    pub other: Vec<(String, u32)>,
 }
 
 /// The session in the snapshot.
@@ -212,10 +229,11 @@ impl StatusSnapshot {
             });
         }
         let st = &self.storage;
+        let rt_refused = st.realtime.as_ref().is_some_and(|r| !r.other.is_empty());
         out.push(Diagnostic {
             level: if st.fault.is_some() {
                 level::ERROR
-            } else if st.disk_full.is_some() {
+            } else if st.disk_full.is_some() || rt_refused {
                 level::WARN
             } else {
                 level::OK
@@ -225,7 +243,18 @@ impl StatusSnapshot {
                 .fault
                 .clone()
                 .or_else(|| st.disk_full.clone())
-                .unwrap_or_else(|| format!("{} at {:.1} MB/s", st.backend, st.write_mb_s)),
+                .unwrap_or_else(|| {
+                    format!(
+                        "{} at {:.1} MB/s{}",
+                        st.backend,
+                        st.write_mb_s,
+                        if rt_refused {
+                            "; SCHED_FIFO refused for storage threads"
+                        } else {
+                            ""
+                        }
+                    )
+                }),
             hardware_id: self
                 .session
                 .as_ref()
@@ -726,6 +755,35 @@ pub fn render_text(v: &Value) -> String {
             .map(|r| format!(" (fallback: {r})"))
             .unwrap_or_default()
     ));
+    if let Some(rt) = v.pointer("/storage/realtime").filter(|r| !r.is_null()) {
+        let names = |k: &str| {
+            rt.get(k)
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|e| {
+                            let name = e.get(0)?.as_str()?;
+                            Some(match e.get(1)?.as_u64()? {
+                                1 => name.to_owned(),
+                                n => format!("{name} x{n}"),
+                            })
+                        })
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                })
+                .unwrap_or_default()
+        };
+        let prio = rt.get("priority").and_then(Value::as_u64).unwrap_or(0);
+        let (fifo, other) = (names("fifo"), names("other"));
+        line(if other.is_empty() {
+            format!("realtime:  SCHED_FIFO {prio} on {fifo}")
+        } else {
+            format!(
+                "realtime:  SCHED_FIFO {prio} asked for; at normal priority: {other} (refused: see the log){}",
+                if fifo.is_empty() { String::new() } else { format!("; SCHED_FIFO on {fifo}") }
+            )
+        });
+    }
     if v.get("session").is_some_and(|x| !x.is_null()) {
         line(format!("session:   {}", s("/session/dir")));
         line(format!("segment:   {}", s("/session/segment")));
@@ -957,12 +1015,59 @@ mod tests {
         );
         assert!(t.contains("clock:     realtime, unlocked (offset 5 us above 1 us); offset 5000 ns (ptp4l master_offset); data flagged unlocked"), "{t}");
         assert!(t.contains("storage:   io_uring+O_DIRECT, 41.5 MB/s"), "{t}");
+        assert!(!t.contains("realtime:"), "no line when it is off: {t}");
         assert!(t.contains("cpu.load"), "{t}");
         assert!(t.contains("/proc/stat"), "{t}");
         assert!(t.contains("watchdog:  off"), "{t}");
         // The booting answer renders too.
         let b: Value = serde_json::from_str(BOOTING).unwrap();
         assert!(render_text(&b).starts_with("state:     booting: starting"));
+    }
+
+    #[test]
+    fn realtime_scheduling_shows_what_the_kernel_gives() {
+        let mut snap = snapshot();
+        snap.storage.realtime = Some(RealtimeStatus {
+            priority: 10,
+            fifo: vec![
+                ("edgerec-io".into(), 1),
+                ("edgerec-seq".into(), 1),
+                ("iou-wrk".into(), 3),
+            ],
+            other: vec![],
+        });
+        let t = render_text(&serde_json::to_value(&snap).unwrap());
+        assert!(
+            t.contains("realtime:  SCHED_FIFO 10 on edgerec-io, edgerec-seq, iou-wrk x3\n"),
+            "{t}"
+        );
+        let storage = |s: &StatusSnapshot| {
+            s.diagnostics()
+                .into_iter()
+                .find(|d| d.name == "edgerec: storage")
+                .expect("storage diagnostic")
+        };
+        assert_eq!(storage(&snap).level, level::OK);
+
+        // Refused (no CAP_SYS_NICE): said in the text and the diagnostic.
+        snap.storage.realtime = Some(RealtimeStatus {
+            priority: 10,
+            fifo: vec![],
+            other: vec![("edgerec-io".into(), 1), ("edgerec-seq".into(), 1)],
+        });
+        let t = render_text(&serde_json::to_value(&snap).unwrap());
+        assert!(
+            t.contains("realtime:  SCHED_FIFO 10 asked for; at normal priority: edgerec-io, edgerec-seq (refused: see the log)\n"),
+            "{t}"
+        );
+        let d = storage(&snap);
+        assert_eq!(d.level, level::WARN);
+        assert!(
+            d.message
+                .ends_with("SCHED_FIFO refused for storage threads"),
+            "{}",
+            d.message
+        );
     }
 
     #[test]

@@ -17,7 +17,8 @@ use edgerec_health::metrics::Collector;
 use edgerec_health::notify::Notifier;
 use edgerec_health::state::{evaluate, DropTrend, HealthInputs, HealthState};
 use edgerec_health::status::{
-    MetricSource, SessionStatus, SourceStatus, StatusBoard, StatusSnapshot, StorageStatus, SCHEMA,
+    MetricSource, RealtimeStatus, SessionStatus, SourceStatus, StatusBoard, StatusSnapshot,
+    StorageStatus, SCHEMA,
 };
 use edgerec_health::watchdog::Supervisor;
 
@@ -36,6 +37,9 @@ pub struct ControlOptions {
     pub drops_window: Duration,
     /// The control loop's own heartbeat deadline.
     pub deadline: Duration,
+    /// `storage.realtime_priority`: when not 0, each snapshot reads back
+    /// how the kernel schedules the storage stage's threads.
+    pub realtime_priority: u8,
 }
 
 /// The parts the control loop reads and drives; every one but the
@@ -258,6 +262,15 @@ impl Control {
             disk_full: rec.disk_full.clone(),
             fault: rec.fault.clone(),
             errors: self.storage_errors,
+            realtime: (self.opts.realtime_priority > 0).then(|| {
+                let (fifo, other) =
+                    edgerec_storage::storage_stage_scheduling(self.opts.realtime_priority);
+                RealtimeStatus {
+                    priority: self.opts.realtime_priority,
+                    fifo,
+                    other,
+                }
+            }),
         };
         let snapshot = StatusSnapshot {
             schema: SCHEMA,

@@ -1084,7 +1084,7 @@ fn storage_stage_threads_run_sched_fifo_and_nothing_else_does() {
         Duration::from_secs(10),
         "edgerec-seq and edgerec-io under SCHED_FIFO",
         || {
-            let mut seen: Vec<String> = edgerec_testkit::thread_scheduling()
+            let mut seen: Vec<String> = edgerec_storage::thread_scheduling()
                 .into_iter()
                 .filter(|(comm, policy, rt)| {
                     *policy == fifo
@@ -1103,7 +1103,7 @@ fn storage_stage_threads_run_sched_fifo_and_nothing_else_does() {
     let storage = |comm: &str| {
         ["edgerec-seq", "edgerec-io", "edgerec-close"].contains(&comm) || comm.starts_with("iou-")
     };
-    for (comm, policy, rt) in edgerec_testkit::thread_scheduling() {
+    for (comm, policy, rt) in edgerec_storage::thread_scheduling() {
         if policy == fifo {
             assert!(storage(&comm), "{comm} runs SCHED_FIFO {rt}");
             assert_eq!(rt, PRIO, "{comm}");

@@ -43,6 +43,7 @@ pub use direct_file::Faults;
 pub use direct_file::{CloseReport, DirectFile, DurableOffset, StorageStats, WriterOptions};
 pub use error::{ErrorKind, StorageError};
 pub use sched::{
-    apply_realtime_priority, current_thread_scheduling, set_current_thread_realtime,
+    apply_realtime_priority, current_thread_scheduling, is_storage_thread,
+    set_current_thread_realtime, storage_stage_scheduling, thread_scheduling, ThreadCounts,
     MAX_REALTIME_PRIORITY,
 };

@@ -413,29 +413,3 @@ pub fn skip_if_cannot_exec(bin: &str) -> bool {
     println!("SKIP {}: {why}", thread.name().unwrap_or("test"));
     true
 }
-
-/// `(comm, policy, rt_priority)` of every thread of this process, read
-/// from `/proc/self/task/*/stat` (fields 2, 41 and 40): what the kernel
-/// schedules each thread with (policy 1 is `SCHED_FIFO`).
-pub fn thread_scheduling() -> Vec<(String, u32, u32)> {
-    let mut out = Vec::new();
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-        return out;
-    };
-    for t in tasks.flatten() {
-        let Ok(stat) = std::fs::read_to_string(t.path().join("stat")) else {
-            continue; // the thread ended meanwhile
-        };
-        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else {
-            continue;
-        };
-        let comm = stat[open + 1..close].to_owned();
-        // Fields after the comm start at field 3.
-        let rest: Vec<&str> = stat[close + 2..].split_whitespace().collect();
-        let field = |n: usize| rest.get(n - 3).and_then(|v| v.parse::<u32>().ok());
-        if let (Some(rt), Some(policy)) = (field(40), field(41)) {
-            out.push((comm, policy, rt));
-        }
-    }
-    out
-}

@@ -34,7 +34,7 @@ fn io_thread_runs_sched_fifo_at_the_configured_priority() {
     // The thread sets its policy as its first step; give it a moment.
     let until = Instant::now() + Duration::from_secs(5);
     let found = loop {
-        let io: Vec<_> = edgerec_testkit::thread_scheduling()
+        let io: Vec<_> = edgerec_storage::thread_scheduling()
             .into_iter()
             .filter(|(comm, policy, rt)| {
                 comm == "edgerec-io" && *policy == libc::SCHED_FIFO as u32 && *rt == PRIO as u32
@@ -49,7 +49,7 @@ fn io_thread_runs_sched_fifo_at_the_configured_priority() {
         found.len(),
         1,
         "one edgerec-io thread under SCHED_FIFO {PRIO}; threads: {:?}",
-        edgerec_testkit::thread_scheduling()
+        edgerec_storage::thread_scheduling()
             .into_iter()
             .filter(|t| t.0.starts_with("edgerec"))
             .collect::<Vec<_>>()
