@@ -438,6 +438,12 @@ class Record(Scenario):
                  ("edgerec-seq", "edgerec-io", "edgerec-close") and not c.startswith("(iou-")]
         check(not other, f"threads outside the storage stage under a real-time policy: {other}")
         self.note(f"SCHED_FIFO {RT_PRIO}: {sorted(fifo)}; {len(sched)} threads in all")
+        # ... and the status says so, from the same /proc.
+        rt = mid["storage"].get("realtime") or {}
+        check(rt.get("priority") == RT_PRIO and not rt.get("other")
+              and {"edgerec-seq", "edgerec-io"} <= {n for n, _ in rt.get("fifo", [])},
+              f"status storage.realtime {rt}")
+        self.note(f"status storage.realtime: SCHED_FIFO {rt['priority']} on {rt['fifo']}, normal: {rt['other']}")
         check(mid["storage"]["backend"] == "io_uring+O_DIRECT",
               f"mid-run backend {mid['storage']['backend']} ({mid['storage'].get('fallback_reason')})")
         report = json.loads(disk.cat("/data/edgerec/report.json") or b"null")
