@@ -197,6 +197,23 @@ class YoctoCheckTest(unittest.TestCase):
         self.assertFails(report, "packagegroup-edgerec.bb", "dependsordered")
         self.assertFails(report, "oelint-suppressions.txt", "without a reason")
 
+    def test_shellcheck_finding_in_a_script_is_caught(self):
+        # Found by its #! line (no .sh), as /init of the QEMU board is.
+        os.makedirs(self.path("scripts"), exist_ok=True)
+        with open(self.path("scripts/broken"), "w", encoding="utf-8") as f:
+            f.write("#!/bin/busybox sh\n# a test script\nrm -rf /data/$1\n")
+        self.assertFails(self.run_checks(["shell"]), "scripts/broken:3", r"SC2086")
+
+    def test_shellcheck_finding_in_a_unit_program_is_caught(self):
+        unit = self.path("board/qemuarm64/systemd/edgerec-list.service")
+        with open(unit, "w", encoding="utf-8") as f:
+            f.write("[Unit]\nDescription=test\n\n[Service]\nType=oneshot\n"
+                    "ExecStart=/bin/sh -eu -c '\\\n  for f in $$(ls /data); do \\\n"
+                    "    echo \"$$f\"; done'\n")
+        report = self.run_checks(["shell"])
+        self.assertFails(report, "board/qemuarm64/systemd/edgerec-list.service:6", r"SC2045")
+        self.assertEqual(len(report.problems), 1, report.problems)
+
 
 if __name__ == "__main__":
     unittest.main()

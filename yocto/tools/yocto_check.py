@@ -25,6 +25,10 @@ that can be checked offline is checked:
   rust        RUSTVERSION >= the workspace rust-version
   partitions  the NVMe layout has DATA last before secondary_gpt, the only
               growing partition, with APP still id 1 and fixed
+  shell       shellcheck finds nothing in any shell script of the
+              repository (by .sh or by a sh/bash/dash #! line) nor in the
+              `sh -c '...'` programs of board/*/systemd/ units (as the
+              shell will see them: systemd's `$$` and `%%` undone)
 
 Each problem is printed as `FAIL <file>: <what>` with a `fix:` line.
 scripts/yocto-check runs this after scripts/yocto-crates --check.
@@ -35,6 +39,7 @@ import fnmatch
 import glob
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -528,6 +533,110 @@ def check_partitions(root, report):
                     'keep <partition name="APP" id="1" ...>')
 
 
+# --------------------------------------------------------------------------
+# Shell scripts: the repository's and those inside systemd units
+
+SHEBANG = re.compile(rb"^#!\s*(?:/usr)?/bin/(?:env\s+|busybox\s+)?(?:ba|da)?sh(?:\s|$)")
+SKIP_DIRS = {".git", "target", ".venv", ".venv-yocto", ".cache", "node_modules", "__pycache__"}
+UNIT_SH = re.compile(r"^(?P<key>Exec[A-Za-z]*)=[-@:+!]*(?:/usr)?/bin/(?:ba|da)?sh\s+(?:-[a-z]+\s+)*"
+                     r"-c\s+'(?P<prog>.*)'\s*$")
+
+
+def repo_files(root):
+    """Every file git would commit (tracked, or new and not ignored); in a
+    tree that is not a git checkout (the negative tests' copies), every file
+    outside build and cache directories."""
+    proc = subprocess.run(["git", "-C", root, "ls-files", "-z", "-co", "--exclude-standard"],
+                          capture_output=True, check=False)
+    if proc.returncode == 0 and proc.stdout:
+        return sorted(f for f in proc.stdout.decode().split("\0")
+                      if f and os.path.isfile(os.path.join(root, f)))
+    out = []
+    for d, dirs, files in os.walk(root):
+        dirs[:] = [x for x in dirs if x not in SKIP_DIRS and not x.startswith("out")]
+        out += [os.path.relpath(os.path.join(d, f), root) for f in files]
+    return sorted(out)
+
+
+def shell_scripts(root):
+    out = []
+    for rel in repo_files(root):
+        if rel.endswith(".sh"):
+            out.append(rel)
+            continue
+        try:
+            with open(os.path.join(root, rel), "rb") as f:
+                first = f.readline(200)
+        except OSError:
+            continue
+        if SHEBANG.match(first):
+            out.append(rel)
+    return out
+
+
+def unit_programs(path):
+    """[(line, key, program)] of the `sh -c '...'` commands of a systemd
+    unit: continuation lines joined (systemd puts a space for each
+    backslash-newline), `$$` and `%%` undone."""
+    out = []
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    i = 0
+    while i < len(lines):
+        start, text = i + 1, lines[i]
+        while text.endswith("\\") and i + 1 < len(lines):
+            i += 1
+            text = text[:-1] + " " + lines[i]
+        i += 1
+        m = UNIT_SH.match(text.strip())
+        if m:
+            out.append((start, m.group("key"), m.group("prog").replace("$$", "$").replace("%%", "%")))
+    return out
+
+
+def check_shell(root, report):
+    exe = shutil.which("shellcheck")
+    if exe is None:
+        report.fail("shell", "shellcheck is not installed",
+                    "apt-get install shellcheck (scripts/yocto-check installs it)")
+        return
+    scripts = shell_scripts(root)
+    if scripts:
+        # From the root, so that `# shellcheck source=scripts/lib.sh` resolves.
+        proc = subprocess.run([exe, "-x", "-f", "gcc"] + scripts, cwd=root, capture_output=True,
+                              text=True, check=False)
+        for line in proc.stdout.splitlines():
+            m = re.match(r"^(?P<file>[^:]+):(?P<line>\d+):\d+: (?P<msg>.*)$", line)
+            if m:
+                report.fail(f"{m.group('file')}:{m.group('line')}", f"shellcheck: {m.group('msg')}",
+                            "fix the script, or disable the code on that line with a "
+                            "`# shellcheck disable=SCnnnn # why` comment")
+        if proc.returncode not in (0, 1) or (proc.returncode == 1 and not proc.stdout.strip()):
+            report.fail("shell", f"shellcheck failed ({proc.returncode}): {proc.stderr.strip()[-300:]}",
+                        f"run it by hand from the repository root: shellcheck -x {scripts[0]}")
+    units = sorted(glob.glob(os.path.join(root, "board", "*", "systemd", "*")))
+    seen = set()
+    n_programs = 0
+    for unit in units:
+        real = os.path.realpath(unit)
+        if real in seen or not os.path.isfile(real):
+            continue  # a board's symlink to another board's unit: checked once
+        seen.add(real)
+        rel = os.path.relpath(unit, root)
+        for line, key, prog in unit_programs(unit):
+            n_programs += 1
+            proc = subprocess.run([exe, "-s", "sh", "-f", "gcc", "-"], input=prog + "\n",
+                                  capture_output=True, text=True, check=False)
+            for finding in proc.stdout.splitlines():
+                m = re.match(r"^-:\d+:(?P<col>\d+): (?P<msg>.*)$", finding)
+                if m:
+                    report.fail(f"{rel}:{line}", f"shellcheck on {key}'s sh -c program, column "
+                                f"{m.group('col')}: {m.group('msg')}",
+                                "fix the program (as the shell sees it: $$ is $)")
+    report.note(f"shellcheck: {len(scripts)} scripts, {n_programs} sh -c programs in "
+                f"{len(seen)} unit files")
+
+
 CHECKS = [
     ("kas", check_kas),
     ("layer", check_layer),
@@ -538,6 +647,7 @@ CHECKS = [
     ("rust", check_rust),
     ("partitions", check_partitions),
     ("oelint", check_oelint),
+    ("shell", check_shell),
 ]
 
 

@@ -13,7 +13,7 @@ ver=$(ptp4l -v)
 tmp=$(mktemp -d /tmp/pmcfix.XXXXXX)
 m=fixm$$ s=fixs$$
 cleanup() {
-    kill $(jobs -p) 2>/dev/null || true
+    jobs -p | xargs -r kill 2>/dev/null || true
     ip netns del "$m" 2>/dev/null || true
     ip netns del "$s" 2>/dev/null || true
     rm -rf "$tmp"
