@@ -433,8 +433,17 @@ def check_boards(root, report):
         if not glob.glob(os.path.join(bdir, "udev", "*.rules")):
             report.fail(f"board/{board}/udev", "no *.rules (installed to /usr/lib/udev/rules.d)",
                         "add the board's udev rules")
+        # Units another unit starts through OnFailure= need no enabling.
+        on_failure = set()
+        for unit in glob.glob(os.path.join(bdir, "systemd", "*")):
+            with open(unit, encoding="utf-8") as f:
+                for line in f:
+                    if line.startswith("OnFailure="):
+                        on_failure |= set(line.split("=", 1)[1].split())
         for extra in sorted(glob.glob(os.path.join(bdir, "systemd", "*"))):
             name = os.path.basename(extra)
+            if name in on_failure:
+                continue
             if name.endswith((".mount", ".timer")) and name not in all_units:
                 report.note(f"board/{board}/systemd/{name} is installed but in no "
                             "SYSTEMD_SERVICE list, so it is not enabled")

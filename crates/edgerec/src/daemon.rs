@@ -50,6 +50,70 @@ pub enum StartError {
     Other(anyhow::Error),
 }
 
+/// Shows `state` on the LEDs of `config`'s `[leds]` (or, when `config`
+/// does not load, of `fallback`'s) and leaves them so: what
+/// `edgerec leds` does. Returns what was shown, where, and from which file;
+/// an error when neither file loads, none of the LEDs it names exists, or
+/// a write failed. A file that names no LEDs shows nothing, successfully.
+pub fn show_on_leds(
+    config: &Path,
+    fallback: Option<&Path>,
+    state: HealthState,
+) -> anyhow::Result<String> {
+    let (cfg, from) = match Config::load(config) {
+        Ok(c) => (c, config.display().to_string()),
+        Err(e) => {
+            let Some(fb) = fallback else {
+                anyhow::bail!(
+                    "{}: {e} (--fallback names a file to use instead)",
+                    config.display()
+                );
+            };
+            let c = Config::load(fb).map_err(|e2| {
+                anyhow::anyhow!(
+                    "{}: {e}; and the fallback {}: {e2}",
+                    config.display(),
+                    fb.display()
+                )
+            })?;
+            (
+                c,
+                format!("{} ({} did not load: {e})", fb.display(), config.display()),
+            )
+        }
+    };
+    if cfg.leds.states.is_empty() {
+        // A board without LEDs (the emulated one): nothing to show is right.
+        return Ok(format!(
+            "{state}: nothing shown, {from} names no LEDs ([leds.states] is empty)"
+        ));
+    }
+    let map = led_map_from_strings(&cfg.leds.states)
+        .map_err(|e| anyhow::anyhow!("{from}: [leds.states]: {e}"))?;
+    let mut leds = Leds::new(cfg.leds.sysfs_root.clone(), map);
+    leds.show(state);
+    let st = leds.status();
+    if let Some(e) = st.last_error {
+        anyhow::bail!("{state} on the LEDs of {from}: {e}");
+    }
+    if st.present.is_empty() {
+        anyhow::bail!(
+            "none of the LEDs of {from} exists under {} ({}): check [leds.states]",
+            cfg.leds.sysfs_root.display(),
+            st.missing.join(", ")
+        );
+    }
+    Ok(format!(
+        "{state} shown on {} (missing: {}), LEDs of {from}",
+        st.present.join(", "),
+        if st.missing.is_empty() {
+            "none".to_owned()
+        } else {
+            st.missing.join(", ")
+        }
+    ))
+}
+
 impl Daemon {
     /// Everything up to (not including) the recorder: LEDs showing
     /// booting, the previous fault reported, the watchdog armed, the clock

@@ -86,6 +86,22 @@ enum Cmd {
         #[arg(long)]
         json: bool,
     },
+    /// Show a health state on the board's LEDs (`[leds]` of the
+    /// configuration) and exit. systemd's `edgerec-fault-led.service` runs
+    /// `edgerec leds fault` when edgerec.service has failed for good (a
+    /// configuration error, or a crash loop); by hand it checks the LED
+    /// names on a new carrier.
+    Leds {
+        /// booting, idle, recording, degraded, fault or disk-full.
+        state: String,
+        /// The configuration whose `[leds]` to use.
+        #[arg(long, short, default_value = "/data/edgerec/edgerec.toml")]
+        config: PathBuf,
+        /// Used when `--config` cannot be loaded (the broken file is why
+        /// the recorder failed): the board's default configuration.
+        #[arg(long)]
+        fallback: Option<PathBuf>,
+    },
     /// Print the version.
     Version,
 }
@@ -133,6 +149,29 @@ fn main() -> ExitCode {
             socket,
             json,
         } => status_cmd(&config, socket.as_deref(), json),
+        Cmd::Leds {
+            state,
+            config,
+            fallback,
+        } => {
+            let state = match state.parse() {
+                Ok(s) => s,
+                Err(e) => {
+                    eprintln!("edgerec leds: {e}");
+                    return ExitCode::from(2);
+                }
+            };
+            match daemon::show_on_leds(&config, fallback.as_deref(), state) {
+                Ok(text) => {
+                    println!("{text}");
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("edgerec leds: {e:#}");
+                    ExitCode::from(1)
+                }
+            }
+        }
         Cmd::Version => {
             println!("edgerec {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS

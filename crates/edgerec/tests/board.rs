@@ -37,6 +37,7 @@ const LAYOUT: &[&str] = &[
     "systemd/phc2sys-edgerec.service",
     "systemd/edgerec-fstrim.service",
     "systemd/edgerec-fstrim.timer",
+    "systemd/edgerec-fault-led.service",
     "linuxptp/ptp4l.conf",
     "TUNING.md",
 ];
@@ -779,6 +780,142 @@ fn board_configs_load_and_hold_what_the_appliance_needs() {
             "{b}: edgerec check: {}",
             output_text(&out)
         );
+    }
+}
+
+#[test]
+fn a_broken_config_on_data_fails_the_unit_and_lights_the_fault_led() {
+    let can_exec = !edgerec_testkit::skip_if_cannot_exec(BIN);
+    for board in boards() {
+        let b = &board.name;
+        let unit = board.unit("edgerec.service");
+        // A configuration error is a failed unit at once (never
+        // restarted), and a failed recorder or /data starts the LED unit.
+        assert!(
+            unit.words("Service", "RestartPreventExitStatus")
+                .contains(&EXIT_CONFIG.to_owned()),
+            "{b}"
+        );
+        for u in ["edgerec.service", "data.mount"] {
+            assert_eq!(
+                board.unit(u).words("Unit", "OnFailure"),
+                ["edgerec-fault-led.service"],
+                "{b}: {u}"
+            );
+        }
+        let led_unit = board.unit("edgerec-fault-led.service");
+        assert_eq!(led_unit.one("Service", "Type"), "oneshot", "{b}");
+        let argv = led_unit.argv("ExecStart");
+        assert_eq!(argv[..3], ["/usr/bin/edgerec", "leds", "fault"], "{b}");
+        let recorder_argv = unit.argv("ExecStart");
+        let data_config = flag_value(&recorder_argv, "--config", "-c").expect("--config");
+        assert_eq!(
+            flag_value(&argv, "--config", "-c"),
+            Some(data_config),
+            "{b}: the LED unit reads the recorder's configuration first"
+        );
+        assert_eq!(
+            flag_value(&argv, "--fallback", "--fallback"),
+            Some("/usr/share/edgerec/edgerec.toml"),
+            "{b}: the fallback is the board default the recipe installs"
+        );
+        if !can_exec {
+            continue;
+        }
+
+        // The same on files: a broken edgerec.toml on "/data", the board's
+        // default as the fallback with its LEDs under a fake sysfs.
+        let d = tempfile::tempdir().expect("tempdir");
+        let leds = d.path().join("leds");
+        let cfg = board.config();
+        let mut names: Vec<&String> = cfg
+            .leds
+            .states
+            .iter()
+            .flat_map(|(_, l)| l.iter().map(|(n, _)| n))
+            .collect();
+        names.sort();
+        names.dedup();
+        for n in &names {
+            std::fs::create_dir_all(leds.join(n)).expect("led dir");
+            std::fs::write(leds.join(n).join("max_brightness"), "255\n").expect("max");
+            // Lit before: the fault state must put out what it does not name.
+            std::fs::write(leds.join(n).join("brightness"), "255\n").expect("brightness");
+            std::fs::write(leds.join(n).join("trigger"), "[none] timer\n").expect("trigger");
+        }
+        let default = board.read("edgerec.toml");
+        let fallback = d.path().join("default.toml");
+        if cfg.leds.states.is_empty() {
+            // A board without LEDs: its default as it is.
+            std::fs::write(&fallback, &default).expect("fallback");
+        } else {
+            let sysfs_line = format!("sysfs_root = \"{}\"", cfg.leds.sysfs_root.display());
+            assert!(default.contains(&sysfs_line), "{b}: {sysfs_line}");
+            std::fs::write(
+                &fallback,
+                default.replace(&sysfs_line, &format!("sysfs_root = \"{}\"", leds.display())),
+            )
+            .expect("fallback");
+        }
+        let broken = d.path().join("edgerec.toml");
+        std::fs::write(
+            &broken,
+            "[recording]\nroot = \"/data/edgerec/recordings\"\nsplit_size = 1\n",
+        )
+        .expect("broken");
+
+        // edgerec.service's command fails with EX_CONFIG, naming the line.
+        let run = Command::new(BIN)
+            .args(["run", "--config"])
+            .arg(&broken)
+            .output()
+            .expect("edgerec run");
+        let err = String::from_utf8_lossy(&run.stderr);
+        assert_eq!(run.status.code(), Some(78), "{b}: {}", output_text(&run));
+        assert!(
+            err.contains("split_size") && err.contains(":3"),
+            "{b}: {err}"
+        );
+
+        // edgerec-fault-led.service's command, with the two paths moved.
+        let mut led_argv: Vec<String> = argv[1..].to_vec();
+        for a in led_argv.iter_mut() {
+            if a.as_str() == data_config {
+                *a = broken.display().to_string();
+            } else if a.as_str() == "/usr/share/edgerec/edgerec.toml" {
+                *a = fallback.display().to_string();
+            }
+        }
+        let out = Command::new(BIN)
+            .args(&led_argv)
+            .output()
+            .expect("edgerec leds");
+        assert!(out.status.success(), "{b}: {}", output_text(&out));
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(said.contains("did not load"), "{b}: {said}");
+        if cfg.leds.states.is_empty() {
+            assert!(said.contains("nothing shown"), "{b}: {said}");
+            continue;
+        }
+        assert!(said.contains("fault shown on"), "{b}: {said}");
+        let fault: Vec<&String> = cfg
+            .leds
+            .states
+            .iter()
+            .find(|(s, _)| s == "fault")
+            .map(|(_, l)| l.iter().map(|(n, _)| n).collect())
+            .expect("a fault pattern");
+        assert!(!fault.is_empty(), "{b}: the fault state lights nothing");
+        for n in &names {
+            let bright = std::fs::read_to_string(leds.join(n).join("brightness")).expect("read");
+            let trigger = std::fs::read_to_string(leds.join(n).join("trigger")).expect("read");
+            let lit = bright.trim() != "0" || trigger.trim() == "timer";
+            assert_eq!(
+                lit,
+                fault.contains(n),
+                "{b}: LED {n} after `edgerec leds fault`: brightness {bright:?}, trigger {trigger:?}"
+            );
+        }
     }
 }
 
