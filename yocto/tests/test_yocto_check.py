@@ -25,7 +25,8 @@ import yocto_check  # noqa: E402
 
 def copy_tree(dst):
     """The files yocto-check reads, copied to dst, plus a synthetic board/."""
-    for rel in ("Cargo.toml", "Cargo.lock", "crates/edgerec/Cargo.toml", "scripts/yocto-crates"):
+    for rel in ("Cargo.toml", "Cargo.lock", "crates/edgerec/Cargo.toml", "scripts/yocto-crates",
+                "scripts/yocto-qemu-data", "scripts/lib.sh"):
         os.makedirs(os.path.dirname(os.path.join(dst, rel)) or dst, exist_ok=True)
         shutil.copy2(os.path.join(REPO, rel), os.path.join(dst, rel))
     shutil.copytree(os.path.join(REPO, "yocto"), os.path.join(dst, "yocto"),
@@ -213,6 +214,29 @@ class YoctoCheckTest(unittest.TestCase):
         report = self.run_checks(["shell"])
         self.assertFails(report, "board/qemuarm64/systemd/edgerec-list.service:6", r"SC2045")
         self.assertEqual(len(report.problems), 1, report.problems)
+
+    def qemu_board_with_watchdog(self):
+        with open(self.path("board/qemuarm64/edgerec.toml"), "w", encoding="utf-8") as f:
+            f.write('[health]\nwatchdog = "/dev/watchdog0"\n')
+
+    def test_qemu_devices_pass_with_a_watchdog(self):
+        self.qemu_board_with_watchdog()
+        self.assertEqual(self.run_checks(["qemu"]).problems, [])
+
+    def test_qemu_watchdog_without_i6300esb_is_caught(self):
+        self.qemu_board_with_watchdog()
+        edit(self.path(yocto_check.QEMU_INC), " -device i6300esb", "")
+        self.assertFails(self.run_checks(["qemu"]), "edgerec-qemu.inc", "no -device i6300esb")
+
+    def test_qemu_kernel_without_the_watchdog_driver_is_caught(self):
+        self.qemu_board_with_watchdog()
+        cfg = os.path.join(os.path.dirname(self.path(yocto_check.KERNEL_APPEND)), "files", "edgerec-qemu.cfg")
+        edit(cfg, "CONFIG_I6300ESB_WDT=y", "CONFIG_I6300ESB_WDT=m")
+        self.assertFails(self.run_checks(["qemu"]), "edgerec-qemu.cfg", "CONFIG_I6300ESB_WDT is m")
+
+    def test_qemu_data_disk_other_than_the_script_makes_is_caught(self):
+        edit(self.path(yocto_check.QEMU_INC), "@DEPLOY_DIR_IMAGE@/edgerec-data.img", "@DEPLOY_DIR_IMAGE@/data.img")
+        self.assertFails(self.run_checks(["qemu"]), "edgerec-qemu.inc", "not @DEPLOY_DIR_IMAGE@/edgerec-data.img")
 
 
 if __name__ == "__main__":

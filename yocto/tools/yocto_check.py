@@ -25,6 +25,11 @@ that can be checked offline is checked:
   rust        RUSTVERSION >= the workspace rust-version
   partitions  the NVMe layout has DATA last before secondary_gpt, the only
               growing partition, with APP still id 1 and fixed
+  qemu        the qemuarm64 image gives board/qemuarm64/ what it expects:
+              runqemu's QB_OPT_APPEND attaches an NVMe drive backed by the
+              image scripts/yocto-qemu-data makes, and an i6300esb when
+              the board's edgerec.toml names a watchdog; the linux-yocto
+              fragment builds in the NVMe and i6300esb drivers
   shell       shellcheck finds nothing in any shell script of the
               repository (by .sh or by a sh/bash/dash #! line) nor in the
               `sh -c '...'` programs of board/*/systemd/ units (as the
@@ -543,6 +548,98 @@ def check_partitions(root, report):
 
 
 # --------------------------------------------------------------------------
+# The emulated board's devices: QEMU's options, the disk script, the kernel
+
+QEMU_INC = f"{LAYER}/conf/distro/include/edgerec-qemu.inc"
+KERNEL_APPEND = f"{LAYER}/recipes-kernel/linux/linux-yocto_%.bbappend"
+QEMU_DATA_SCRIPT = "scripts/yocto-qemu-data"
+
+
+def qemu_options(words, flag):
+    """Each `flag VALUE` of a QEMU command line as {key: value} of VALUE's
+    comma-separated options (the first bare word under "")."""
+    out = []
+    for i, w in enumerate(words[:-1]):
+        if w == flag:
+            opts = {}
+            for part in words[i + 1].split(","):
+                k, eq, v = part.partition("=")
+                opts[k if eq else ""] = v if eq else k
+            out.append(opts)
+    return out
+
+
+def check_qemu(root, report):
+    board_toml = os.path.join(root, "board", "qemuarm64", "edgerec.toml")
+    if not os.path.isfile(board_toml):
+        report.skip("qemu: board/qemuarm64/edgerec.toml does not exist; QEMU devices not checked")
+        return
+    qb = [a for a in assignments_of(root, "QB_OPT_APPEND", ("*.conf", "*.inc"))
+          if "qemuarm64" in a.overrides]
+    if not qb:
+        report.fail(QEMU_INC, "no QB_OPT_APPEND:append:qemuarm64: runqemu gives the image no data disk "
+                    "and no watchdog", "add the NVMe drive and -device i6300esb (see board/qemuarm64/TUNING.md)")
+        return
+    where = f"{qb[0].path}:{qb[0].line}"
+    text = " ".join(a.value for a in qb)
+    for a in assignments_of(root, "EDGEREC_QEMU_DATA", ("*.conf", "*.inc")):
+        text = text.replace("${EDGEREC_QEMU_DATA}", a.value)
+    words = text.split()
+    drives = {d.get("id"): d for d in qemu_options(words, "-drive")}
+    devices = qemu_options(words, "-device")
+    nvme = [d for d in devices if d.get("") == "nvme"]
+    if not nvme or nvme[0].get("drive") not in drives:
+        report.fail(where, "QB_OPT_APPEND has no -device nvme backed by one of its -drive ids "
+                    f"({sorted(k for k in drives if k)})",
+                    "-drive file=...,if=none,id=X,format=raw -device nvme,serial=...,drive=X")
+    else:
+        file = drives[nvme[0]["drive"]].get("file", "")
+        try:
+            with open(os.path.join(root, QEMU_DATA_SCRIPT), encoding="utf-8") as f:
+                m = re.search(r'^IMAGE="[^"]*/([^"/]+)"', f.read(), re.M)
+        except OSError as e:
+            m = None
+            report.fail(QEMU_DATA_SCRIPT, f"cannot be read ({e.strerror})", "restore the script")
+        made = m.group(1) if m else None
+        if not file.startswith("@DEPLOY_DIR_IMAGE@/") or os.path.basename(file) != made:
+            report.fail(where, f"the NVMe drive's file is {file!r}, not @DEPLOY_DIR_IMAGE@/{made} "
+                        f"(what {QEMU_DATA_SCRIPT} makes)",
+                        f"point it at @DEPLOY_DIR_IMAGE@/{made}, or change the script's IMAGE")
+    with open(board_toml, "rb") as f:
+        watchdog = tomllib.load(f).get("health", {}).get("watchdog", "")
+    if watchdog and not any(d.get("") == "i6300esb" for d in devices):
+        report.fail(where, f"board/qemuarm64/edgerec.toml watches {watchdog}, but QEMU gets no "
+                    "-device i6300esb", "append -device i6300esb")
+    # The kernel: a fragment for qemuarm64 with the drivers built in.
+    srcs = [a for a in assignments_of(root, "SRC_URI", ("*.bbappend",))
+            if a.path.endswith("linux-yocto_%.bbappend")]
+    frag_vars = [a for a in assignments_of(root, "EDGEREC_KERNEL_FRAGMENTS", ("*.conf", "*.inc"))
+                 if "qemuarm64" in a.overrides]
+    frags = [w[len("file://"):] for a in frag_vars for w in a.value.split() if w.endswith(".cfg")]
+    if not any("${EDGEREC_KERNEL_FRAGMENTS}" in a.value for a in srcs) or not frags:
+        report.fail(KERNEL_APPEND, "no kernel configuration fragment reaches linux-yocto for qemuarm64",
+                    'SRC_URI:append:edgerec = " ${EDGEREC_KERNEL_FRAGMENTS}" here, and '
+                    f'EDGEREC_KERNEL_FRAGMENTS:qemuarm64 = "file://edgerec-qemu.cfg" in {QEMU_INC}')
+        return
+    config = {}
+    for frag in frags:
+        path = os.path.join(root, os.path.dirname(KERNEL_APPEND), "files", frag)
+        if not os.path.isfile(path):
+            report.fail(KERNEL_APPEND, f"{frag} is not in files/", f"add {os.path.relpath(path, root)}")
+            continue
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                k, eq, v = line.strip().partition("=")
+                if eq and k.startswith("CONFIG_"):
+                    config[k] = v
+    need = ["CONFIG_BLK_DEV_NVME"] + (["CONFIG_WATCHDOG", "CONFIG_I6300ESB_WDT"] if watchdog else [])
+    for opt in need:
+        if config.get(opt) != "y":
+            report.fail(os.path.join(os.path.dirname(KERNEL_APPEND), "files", frags[0]),
+                        f"{opt} is {config.get(opt, 'not set')}, not y (built in)", f"{opt}=y")
+
+
+# --------------------------------------------------------------------------
 # Shell scripts: the repository's and those inside systemd units
 
 SHEBANG = re.compile(rb"^#!\s*(?:/usr)?/bin/(?:env\s+|busybox\s+)?(?:ba|da)?sh(?:\s|$)")
@@ -656,6 +753,7 @@ CHECKS = [
     ("rust", check_rust),
     ("partitions", check_partitions),
     ("oelint", check_oelint),
+    ("qemu", check_qemu),
     ("shell", check_shell),
 ]
 
