@@ -50,6 +50,16 @@ pub enum StartError {
     Other(anyhow::Error),
 }
 
+/// The LEDs `[leds]` names, none when `[leds.states]` is empty; the error
+/// names the table.
+fn board_leds(cfg: &Config) -> Result<Option<Leds>, String> {
+    if cfg.leds.states.is_empty() {
+        return Ok(None);
+    }
+    let map = led_map_from_strings(&cfg.leds.states).map_err(|e| format!("[leds.states]: {e}"))?;
+    Ok(Some(Leds::new(cfg.leds.sysfs_root.clone(), map)))
+}
+
 /// Shows `state` on the LEDs of `config`'s `[leds]` (or, when `config`
 /// does not load, of `fallback`'s) and leaves them so: what
 /// `edgerec leds` does. Returns what was shown, where, and from which file;
@@ -82,15 +92,12 @@ pub fn show_on_leds(
             )
         }
     };
-    if cfg.leds.states.is_empty() {
+    let Some(mut leds) = board_leds(&cfg).map_err(|e| anyhow::anyhow!("{from}: {e}"))? else {
         // A board without LEDs (the emulated one): nothing to show is right.
         return Ok(format!(
             "{state}: nothing shown, {from} names no LEDs ([leds.states] is empty)"
         ));
-    }
-    let map = led_map_from_strings(&cfg.leds.states)
-        .map_err(|e| anyhow::anyhow!("{from}: [leds.states]: {e}"))?;
-    let mut leds = Leds::new(cfg.leds.sysfs_root.clone(), map);
+    };
     leds.show(state);
     let st = leds.status();
     if let Some(e) = st.last_error {
@@ -120,15 +127,10 @@ impl Daemon {
     /// open and monitored.
     pub fn start(cfg: &Config) -> Result<Daemon, StartError> {
         let notifier = Notifier::from_env();
-        let leds = if cfg.leds.states.is_empty() {
-            None
-        } else {
-            let map = led_map_from_strings(&cfg.leds.states)
-                .map_err(|e| StartError::Config(anyhow::anyhow!("[leds.states]: {e}")))?;
-            let mut leds = Leds::new(cfg.leds.sysfs_root.clone(), map);
-            leds.show(HealthState::Booting);
-            Some(leds)
-        };
+        let mut leds = board_leds(cfg).map_err(|e| StartError::Config(anyhow::anyhow!(e)))?;
+        if let Some(l) = &mut leds {
+            l.show(HealthState::Booting);
+        }
 
         let fault_file = non_empty(&cfg.health.fault_file);
         let last_fault = match fault_file.as_deref().map(fault::take_previous) {
