@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use edgerec_config::{Rate, SyntheticChannel, SyntheticKind};
-use edgerec_recorder::synthetic::SyntheticSource;
-use edgerec_recorder::{RecordingClock, SystemClock};
+use edgerec_source::{RecordingClock, SystemClock};
+use edgerec_synthetic::SyntheticSource;
 
 fn main() -> anyhow::Result<()> {
     let a: Vec<String> = std::env::args().collect();

@@ -12,22 +12,24 @@ use std::time::Duration;
 use anyhow::Context;
 use edgerec_clock::{Clock, ClockMonitor, ClockSource, MonitorOptions};
 use edgerec_config::{ClockSourceKind, Config};
+use edgerec_health::control::{ChannelCounts, Control, ControlOptions, RecordingView};
 use edgerec_health::fault::{self, FaultRecord};
 use edgerec_health::heartbeat::Heartbeats;
 use edgerec_health::leds::{led_map_from_strings, Leds};
 use edgerec_health::metrics::{Collector, MetricsOptions};
 use edgerec_health::notify::Notifier;
+use edgerec_health::own_topics;
 use edgerec_health::state::HealthState;
+use edgerec_health::status::{RealtimeStatus, SourceStatus};
 use edgerec_health::status::{StatusBoard, StatusServer};
 use edgerec_health::watchdog::{LinuxWatchdog, Supervisor, SupervisorOptions, WatchdogDevice};
-use edgerec_recorder::control::{Control, ControlOptions};
-use edgerec_recorder::internal::PeriodicTopic;
-use edgerec_recorder::{Source, StatusHandle, Watch};
+use edgerec_recorder::{RecorderState, RecorderStatus, StatusHandle, Watch};
+use edgerec_source::{RecordingClock, Source};
 
 /// What `run` holds besides the recorder.
 pub struct Daemon {
     pub heartbeats: Heartbeats,
-    pub clock: Arc<Clock>,
+    clock: Arc<Clock>,
     monitor: Option<ClockMonitor>,
     pub board: StatusBoard,
     servers: Vec<StatusServer>,
@@ -274,12 +276,17 @@ impl Daemon {
         }
     }
 
+    /// The recording clock, for the recorder.
+    pub fn clock(&self) -> Arc<dyn RecordingClock> {
+        Arc::new(ConfiguredClock(self.clock.clone()))
+    }
+
     /// The recorder's own topics, as configured.
     pub fn own_topics(&self) -> Vec<Box<dyn Source>> {
         let mut out: Vec<Box<dyn Source>> = Vec::new();
         if self.record_status {
             let board = self.board.clone();
-            out.push(Box::new(PeriodicTopic::status(
+            out.push(Box::new(own_topics::status_topic(
                 Duration::from_secs(1),
                 move || {
                     let json = board.json();
@@ -288,7 +295,7 @@ impl Daemon {
             )));
         }
         if let (true, Some(m)) = (self.record_clock, &self.monitor) {
-            out.push(Box::new(PeriodicTopic::clock(
+            out.push(Box::new(own_topics::clock_topic(
                 self.poll_interval,
                 m.handle(),
             )));
@@ -299,15 +306,15 @@ impl Daemon {
     /// The control loop over a started recorder; it takes the watchdog
     /// supervisor and the LEDs until [`finish`](Self::finish).
     pub fn control(&mut self, recorder: StatusHandle, data_dir: &Path, cfg: &Config) -> Control {
+        let realtime_priority = cfg.storage.realtime_priority;
         let mut control = Control::new(
             ControlOptions {
                 data_dir: data_dir.to_path_buf(),
                 disk_low_percent: cfg.health.disk_low_percent,
                 drops_window: cfg.health.drops_window,
                 deadline: self.stage_deadline,
-                realtime_priority: cfg.storage.realtime_priority,
             },
-            recorder,
+            Box::new(move || recording_view(&recorder.snapshot(), realtime_priority)),
             self.heartbeats.clone(),
             self.board.clone(),
         )
@@ -359,6 +366,69 @@ impl Daemon {
         if let Some(w) = self.watchdog.take() {
             stop_watchdog(w);
         }
+    }
+}
+
+/// The configured clock as the sources see it.
+struct ConfiguredClock(Arc<Clock>);
+
+impl RecordingClock for ConfiguredClock {
+    #[inline]
+    fn now_ns(&self) -> u64 {
+        self.0.now_ns()
+    }
+}
+
+/// What the control loop reads of the recorder.
+fn recording_view(rec: &RecorderStatus, realtime_priority: u8) -> RecordingView {
+    RecordingView {
+        recording: matches!(
+            rec.state,
+            RecorderState::Recording | RecorderState::DiskFull | RecorderState::Fault
+        ),
+        fault: rec.fault.clone(),
+        disk_full: rec.disk_full.clone(),
+        backend: rec.backend.clone(),
+        fallback_reason: rec.fallback_reason.clone(),
+        bytes_written: rec.bytes_written,
+        segment_bytes: rec.segment_bytes,
+        durable_bytes: rec.durable_bytes,
+        session_dir: rec.session_dir.clone(),
+        segment: rec.segment.clone(),
+        channels: rec
+            .channels
+            .iter()
+            .map(|c| ChannelCounts {
+                topic: c.topic.clone(),
+                type_name: c.type_name.clone(),
+                accepted: c.accepted,
+                bytes: c.bytes,
+                written: c.written,
+                dropped: c.dropped,
+                lost: c.lost,
+            })
+            .collect(),
+        sources: rec
+            .sources
+            .iter()
+            .map(|s| SourceStatus {
+                name: s.name.clone(),
+                state: s.state.as_str().to_owned(),
+                restarts: s.restarts,
+                last_error: s.last_error.clone(),
+            })
+            .collect(),
+        unknown_channel_pushes: rec.unknown_channel_pushes,
+        // Read back from /proc each tick: what the kernel gives, not what
+        // was asked for.
+        realtime: (realtime_priority > 0).then(|| {
+            let (fifo, other) = edgerec_storage::storage_stage_scheduling(realtime_priority);
+            RealtimeStatus {
+                priority: realtime_priority,
+                fifo,
+                other,
+            }
+        }),
     }
 }
 

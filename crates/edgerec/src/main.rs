@@ -15,16 +15,21 @@ use clap::{Parser, Subcommand};
 use edgerec_config::Config;
 use edgerec_format::{info, recover};
 use edgerec_health::state::HealthState;
-use edgerec_recorder::clock::RecordingClock;
-use edgerec_recorder::synthetic::SyntheticSource;
-use edgerec_recorder::{Recorder, RecorderOptions, RecorderStatus, THROUGHPUT_BIN};
+use edgerec_recorder::{Recorder, RecorderError, RecorderOptions, RecorderStatus, THROUGHPUT_BIN};
+use edgerec_source::RecordingClock;
+use edgerec_synthetic::SyntheticSource;
 
 mod daemon;
+#[cfg(feature = "fault-injection")]
+mod fault_injection;
 
 /// sysexits EX_CONFIG: the configuration is wrong; nothing was created.
 const EXIT_CONFIG: u8 = 78;
 /// sysexits EX_IOERR: storage failed during the recording.
 const EXIT_IOERR: u8 = 74;
+/// sysexits EX_SOFTWARE: a stage of the pipeline died (panicked); the
+/// open segment is left `.active` and the next start recovers it.
+const EXIT_SOFTWARE: u8 = 70;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -370,8 +375,9 @@ fn run(config: &Path, duration: Option<&str>, report_json: Option<&Path>, quiet:
         }
     };
     match record(&cfg, daemon, limit, report_json, quiet) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::from(EXIT_IOERR),
+        Ok(Ended::Clean) => ExitCode::SUCCESS,
+        Ok(Ended::StorageFailed) => ExitCode::from(EXIT_IOERR),
+        Ok(Ended::StageDied) => ExitCode::from(EXIT_SOFTWARE),
         Err(e) => {
             eprintln!("edgerec: {e:#}");
             ExitCode::from(1)
@@ -379,15 +385,25 @@ fn run(config: &Path, duration: Option<&str>, report_json: Option<&Path>, quiet:
     }
 }
 
-/// Records; Ok(false) when storage failed during the recording (what was
-/// written before stays on disk).
+/// How a recording ended.
+enum Ended {
+    /// Every file closed.
+    Clean,
+    /// Storage failed during the recording (what was written before
+    /// stays on disk).
+    StorageFailed,
+    /// A pipeline stage died; the open segment is left for recovery.
+    StageDied,
+}
+
+/// Records until stopped, the time limit, or a stage of the pipeline dies.
 fn record(
     cfg: &Config,
     mut daemon: daemon::Daemon,
     limit: Option<Duration>,
     report_json: Option<&Path>,
     quiet: bool,
-) -> anyhow::Result<bool> {
+) -> anyhow::Result<Ended> {
     // Before the signal handlers: a signal during recovery ends the
     // process at once, which recovery is built to survive.
     recover_at_start(&cfg.recording.root);
@@ -407,13 +423,9 @@ fn record(
     opts.watch = daemon.watch();
     #[cfg(feature = "fault-injection")]
     {
-        let stall = Arc::new(AtomicBool::new(false));
-        signal_hook::flag::register(signal_hook::consts::SIGUSR2, stall.clone())
-            .context("installing the fault-injection signal handler")?;
-        tracing::warn!("built with fault-injection: SIGUSR2 makes the storage stage hang");
-        opts.watch.stall_storage = Some(stall);
+        opts.watch.faults = Some(fault_injection::install()?);
     }
-    let clock: Arc<dyn RecordingClock> = daemon.clock.clone();
+    let clock: Arc<dyn RecordingClock> = daemon.clock();
     let rec = match Recorder::start(opts, sources, clock) {
         Ok(r) => r,
         Err(e) => {
@@ -422,6 +434,7 @@ fn record(
         }
     };
     let mut control = daemon.control(rec.status_handle(), &cfg.recording.root, cfg);
+    let mut died = None;
     control.tick();
     if let Some(n) = &daemon.notifier {
         let _ = n.ready();
@@ -434,6 +447,15 @@ fn record(
     while !stop.load(Ordering::Relaxed) && limit.is_none_or(|l| started.elapsed() < l) {
         std::thread::sleep(Duration::from_millis(100));
         control.alive();
+        if let Some(d) = rec.stage_died() {
+            // Say it everywhere before stopping: the status (fault), the
+            // fault file (the watchdog's check names the dead stage),
+            // systemd's STATUS= line.
+            control.tick();
+            control.check_watchdog_now();
+            died = Some(d);
+            break;
+        }
         if last_tick.elapsed() >= Duration::from_secs(1) {
             last_tick = Instant::now();
             control.tick();
@@ -459,6 +481,20 @@ fn record(
     let handle = rec.status_handle();
     let report = rec.stop();
     let secs = started.elapsed().as_secs_f64();
+    if let Err(RecorderError::StageDied { stage, message }) = &report {
+        daemon.finish(Some(control), HealthState::Fault);
+        eprintln!("edgerec: stage {stage} died: {message}");
+        eprintln!("edgerec: the recording ended in fault; the open segment is left .active and the next start recovers it");
+        return Ok(Ended::StageDied);
+    }
+    if died.is_some() {
+        daemon.finish(Some(control), HealthState::Fault);
+        eprintln!(
+            "edgerec: a stage died: {}",
+            handle.snapshot().fault.unwrap_or_default()
+        );
+        return Ok(Ended::StageDied);
+    }
     let failed = !matches!(&report, Ok(r) if r.storage_errors.is_empty());
     daemon.finish(
         Some(control),
@@ -488,7 +524,7 @@ fn record(
             eprintln!(
                 "edgerec: the segment stays .active, cut at its last good block, for recovery"
             );
-            return Ok(false);
+            return Ok(Ended::StorageFailed);
         }
     };
     println!("session:   {}", status.session_dir.display());
@@ -529,9 +565,9 @@ fn record(
             eprintln!("edgerec: storage failed during the recording: {e}");
         }
         eprintln!("edgerec: each failed segment was closed at its last good chunk and recovered; recording went on in a new one");
-        return Ok(false);
+        return Ok(Ended::StorageFailed);
     }
-    Ok(true)
+    Ok(Ended::Clean)
 }
 
 fn live_line(s: &RecorderStatus, last: &mut (Instant, u64)) {
@@ -594,5 +630,10 @@ fn report_to_json(
             "topic": c.topic, "type": c.type_name, "accepted": c.accepted,
             "dropped": c.dropped, "lost": c.lost, "written": c.written, "bytes": c.bytes,
         })).collect::<Vec<_>>(),
+        "sources": s.sources.iter().map(|x| serde_json::json!({
+            "name": x.name, "state": x.state.as_str(), "restarts": x.restarts,
+            "last_error": x.last_error,
+        })).collect::<Vec<_>>(),
+        "unknown_channel_pushes": s.unknown_channel_pushes,
     })
 }

@@ -226,6 +226,7 @@ mod tests {
                 deadline: Duration::from_millis(300),
                 silent_for: Duration::from_millis(412),
                 last_progress: 1234,
+                dead: false,
             },
             "stage stalled",
         )

@@ -4,10 +4,14 @@
 //! quiet one and stop feeding the watchdogs before the board hangs for good.
 //! A beat is two relaxed atomic stores of a coarse monotonic time and a
 //! progress figure, cheap enough to call per message; a stage that ends
-//! normally drops its [`Heartbeat`] and is no longer watched.
+//! normally drops its [`Heartbeat`] and is no longer watched. A stage that
+//! dies (its thread panics while holding the heartbeat, or calls
+//! [`Heartbeat::died`]) stays registered, marked dead: it counts as
+//! stalled at once, so the watchdog stops being fed and the fault names
+//! exactly the stage that died.
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -37,6 +41,7 @@ struct Stage {
     /// Last beat, in ns since [`Registry::base`] on the coarse clock.
     last_ns: AtomicU64,
     progress: AtomicU64,
+    dead: AtomicBool,
 }
 
 /// One registered stage's handle. [`beat`](Heartbeat::beat) it whenever
@@ -60,10 +65,19 @@ pub struct Stalled {
     pub silent_for: Duration,
     /// The progress figure of its last [`Heartbeat::beat_progress`].
     pub last_progress: u64,
+    /// The stage died (panicked) rather than went quiet.
+    pub dead: bool,
 }
 
 impl fmt::Display for Stalled {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.dead {
+            return write!(
+                f,
+                "stage `{}` died (its thread panicked; last progress {})",
+                self.name, self.last_progress
+            );
+        }
         write!(
             f,
             "stage `{}` silent for {} ms (deadline {} ms, last progress {})",
@@ -88,8 +102,10 @@ pub struct StageSnapshot {
     pub age: Duration,
     /// The progress figure of its last [`Heartbeat::beat_progress`].
     pub progress: u64,
-    /// Whether `age` exceeds `deadline`.
+    /// Whether `age` exceeds `deadline`, or the stage died.
     pub stalled: bool,
+    /// Whether the stage died (panicked).
+    pub dead: bool,
 }
 
 fn as_millis<S: Serializer>(value: &Duration, serializer: S) -> Result<S::Ok, S::Error> {
@@ -140,6 +156,7 @@ impl Heartbeats {
             deadline,
             last_ns: AtomicU64::new(registry.now_ns()),
             progress: AtomicU64::new(0),
+            dead: AtomicBool::new(false),
         });
         registry.lock().push(Arc::clone(&stage));
         Heartbeat {
@@ -148,8 +165,9 @@ impl Heartbeats {
         }
     }
 
-    /// The stages silent for longer than their deadline at `now`, longest
-    /// silence first (the likeliest cause when several stall together).
+    /// The stages that died, then those silent for longer than their
+    /// deadline at `now`, longest silence first (the likeliest cause when
+    /// several stall together).
     ///
     /// A beat's time comes from the coarse monotonic clock, so a silence
     /// can read up to one kernel tick (1 to 10 ms) long or short; deadlines
@@ -162,15 +180,19 @@ impl Heartbeats {
             .iter()
             .filter_map(|stage| {
                 let silent_for = stage.age_at(now_ns);
-                (silent_for > stage.deadline).then(|| Stalled {
+                let dead = stage.dead.load(Ordering::Acquire);
+                (dead || silent_for > stage.deadline).then(|| Stalled {
                     name: stage.name.clone(),
                     deadline: stage.deadline,
                     silent_for,
                     last_progress: stage.progress.load(Ordering::Relaxed),
+                    dead,
                 })
             })
             .collect();
-        stalled.sort_by_key(|s| std::cmp::Reverse(s.silent_for));
+        // Dead stages first: a death is the cause, the silences around it
+        // its effects.
+        stalled.sort_by_key(|s| (!s.dead, std::cmp::Reverse(s.silent_for)));
         stalled
     }
 
@@ -183,12 +205,14 @@ impl Heartbeats {
             .iter()
             .map(|stage| {
                 let age = stage.age_at(now_ns);
+                let dead = stage.dead.load(Ordering::Acquire);
                 StageSnapshot {
                     name: stage.name.clone(),
                     deadline: stage.deadline,
                     age,
                     progress: stage.progress.load(Ordering::Relaxed),
-                    stalled: age > stage.deadline,
+                    stalled: dead || age > stage.deadline,
+                    dead,
                 }
             })
             .collect()
@@ -248,6 +272,15 @@ impl Heartbeat {
         self.beat();
     }
 
+    /// Marks the stage dead and leaves it registered: from now on it
+    /// counts as stalled, whatever its deadline. For a stage that caught
+    /// its own panic (at a thread boundary) and can no longer drop the
+    /// heartbeat while unwinding.
+    pub fn died(self) {
+        self.stage.dead.store(true, Ordering::Release);
+        // Drop sees the mark and leaves the stage registered.
+    }
+
     /// The stage's name.
     pub fn name(&self) -> &str {
         &self.stage.name
@@ -270,6 +303,13 @@ impl fmt::Debug for Heartbeat {
 
 impl Drop for Heartbeat {
     fn drop(&mut self) {
+        // Dropped while its thread unwinds a panic: the stage died.
+        if std::thread::panicking() {
+            self.stage.dead.store(true, Ordering::Release);
+        }
+        if self.stage.dead.load(Ordering::Acquire) {
+            return;
+        }
         let id = self.stage.id;
         self.registry.lock().retain(|stage| stage.id != id);
     }
@@ -350,6 +390,39 @@ mod tests {
         assert_eq!(heartbeats.snapshot()[0].name, "imu");
         drop(other);
         assert!(heartbeats.is_empty());
+    }
+
+    #[test]
+    fn a_stage_that_dies_stays_and_is_stalled_at_once() {
+        let heartbeats = Heartbeats::new();
+        let hb = heartbeats.register("chunker", Duration::from_secs(100));
+        hb.beat_progress(7);
+        let quiet = heartbeats.register("storage", Duration::from_millis(1));
+        let t = std::thread::spawn(move || {
+            let _hb = hb;
+            panic!("the chunker dies");
+        });
+        assert!(t.join().is_err());
+        let stalled = heartbeats.check(Instant::now() + Duration::from_millis(50));
+        let names: Vec<(&str, bool)> = stalled.iter().map(|s| (s.name.as_str(), s.dead)).collect();
+        assert_eq!(
+            names,
+            [("chunker", true), ("storage", false)],
+            "the dead one first"
+        );
+        assert_eq!(stalled[0].last_progress, 7);
+        assert!(stalled[0].to_string().contains("died"));
+        let snap = heartbeats.snapshot();
+        assert!(snap[0].dead && snap[0].stalled);
+        // The explicit form, for a stage that caught its own panic.
+        let closer = heartbeats.register("closer", Duration::from_secs(100));
+        closer.died();
+        assert_eq!(heartbeats.len(), 3);
+        assert!(heartbeats
+            .check(Instant::now())
+            .iter()
+            .any(|s| s.name == "closer" && s.dead));
+        drop(quiet);
     }
 
     #[test]

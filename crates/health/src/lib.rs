@@ -5,11 +5,13 @@
 //! recording.
 #![deny(missing_docs)]
 
+pub mod control;
 pub mod fault;
 pub mod heartbeat;
 pub mod leds;
 pub mod metrics;
 pub mod notify;
+pub mod own_topics;
 pub mod state;
 pub mod status;
 pub mod watchdog;

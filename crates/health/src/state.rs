@@ -97,6 +97,9 @@ pub struct HealthInputs {
     pub disk_low: bool,
     /// Sources being restarted after a failure.
     pub sources_restarting: Vec<String>,
+    /// Sources that failed for good (an error no restart cures), with
+    /// the error.
+    pub sources_failed: Vec<(String, String)>,
     /// Stages past their heartbeat deadline.
     pub stalled: Vec<String>,
 }
@@ -132,6 +135,9 @@ pub fn evaluate(inputs: &HealthInputs) -> (HealthState, Vec<String>) {
     }
     for source in &inputs.sources_restarting {
         reasons.push(format!("source {source} restarting"));
+    }
+    for (source, error) in &inputs.sources_failed {
+        reasons.push(format!("source {source} failed: {error}"));
     }
     let degraded = reasons.len() > before_degraded;
     let state = if inputs.booting {
@@ -270,6 +276,18 @@ mod tests {
         assert_eq!(
             reasons,
             ["storage failed: EIO on /data", "source lidar restarting"]
+        );
+        let failed = HealthInputs {
+            recording: true,
+            sources_failed: vec![("can0".to_owned(), "no such device".to_owned())],
+            ..HealthInputs::default()
+        };
+        assert_eq!(
+            evaluate(&failed),
+            (
+                HealthState::Degraded,
+                vec!["source can0 failed: no such device".to_owned()]
+            )
         );
     }
 

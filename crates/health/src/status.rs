@@ -28,8 +28,10 @@ use crate::state::HealthState;
 use crate::watchdog::WatchdogStatus;
 
 /// Version of the snapshot's JSON shape; raised when a field changes
-/// meaning or goes away (adding one does not).
-pub const SCHEMA: u32 = 1;
+/// meaning or goes away (adding one does not). 2: `sources` lists the
+/// sources (state, restarts, last error); the per-topic entries that
+/// schema 1 called `sources` are `channels`.
+pub const SCHEMA: u32 = 2;
 
 /// Everything the status says, at one instant.
 #[derive(Debug, Clone, Serialize)]
@@ -52,8 +54,12 @@ pub struct StatusSnapshot {
     pub storage: StorageStatus,
     /// The session and segment being written.
     pub session: Option<SessionStatus>,
-    /// Every recorded channel.
+    /// Every source under the supervisor.
     pub sources: Vec<SourceStatus>,
+    /// Every recorded channel (topic).
+    pub channels: Vec<ChannelStatus>,
+    /// Pushes refused because no channel had their id (a source's bug).
+    pub unknown_channel_pushes: u64,
     /// GPU, thermal, CPU, memory, disk and NVMe figures, each with its
     /// origin.
     pub metrics: Vec<Metric>,
@@ -121,9 +127,22 @@ pub struct SessionStatus {
     pub segment: PathBuf,
 }
 
-/// One channel in the snapshot.
+/// One source in the snapshot, as its supervisor sees it.
 #[derive(Debug, Clone, Default, Serialize)]
 pub struct SourceStatus {
+    /// The source's name (`synthetic /imu`, `ros2`).
+    pub name: String,
+    /// `running`, `restarting`, `failed`, `finished` or `stopped`.
+    pub state: String,
+    /// Runs started after a failure.
+    pub restarts: u64,
+    /// Why the last failed run failed.
+    pub last_error: Option<String>,
+}
+
+/// One channel in the snapshot.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ChannelStatus {
     /// ROS 2 topic name.
     pub topic: String,
     /// ROS 2 type name.
@@ -264,12 +283,28 @@ impl StatusSnapshot {
         });
         for s in &self.sources {
             out.push(Diagnostic {
+                level: match s.state.as_str() {
+                    "failed" => level::ERROR,
+                    "restarting" => level::WARN,
+                    _ => level::OK,
+                },
+                name: format!("edgerec: source {}", s.name),
+                message: match &s.last_error {
+                    Some(e) => format!("{}, {} restarts; last error: {e}", s.state, s.restarts),
+                    None => format!("{}, {} restarts", s.state, s.restarts),
+                },
+                hardware_id: String::new(),
+                values: flatten(&serde_json::to_value(s).unwrap_or(Value::Null)),
+            });
+        }
+        for s in &self.channels {
+            out.push(Diagnostic {
                 level: if s.dropped + s.lost > 0 {
                     level::WARN
                 } else {
                     level::OK
                 },
-                name: format!("edgerec: source {}", s.topic),
+                name: format!("edgerec: topic {}", s.topic),
                 message: format!("{:.1} Hz, {} dropped", s.rate_hz, s.dropped + s.lost),
                 hardware_id: s.type_name.clone(),
                 values: flatten(&serde_json::to_value(s).unwrap_or(Value::Null)),
@@ -342,8 +377,24 @@ impl StatusSnapshot {
                 &[(String::new(), free as f64)],
             );
         }
-        let per_topic = |f: fn(&SourceStatus) -> f64| -> Vec<(String, f64)> {
+        let per_source = |f: fn(&SourceStatus) -> f64| -> Vec<(String, f64)> {
             self.sources
+                .iter()
+                .map(|s| (format!("{{source=\"{}\"}}", escape_label(&s.name)), f(s)))
+                .collect()
+        };
+        gauge(
+            "edgerec_source_restarts",
+            "runs of a source started after a failure",
+            &per_source(|s| s.restarts as f64),
+        );
+        gauge(
+            "edgerec_source_running",
+            "1 while a source's run is going",
+            &per_source(|s| if s.state == "running" { 1.0 } else { 0.0 }),
+        );
+        let per_topic = |f: fn(&ChannelStatus) -> f64| -> Vec<(String, f64)> {
+            self.channels
                 .iter()
                 .map(|s| (format!("{{topic=\"{}\"}}", escape_label(&s.topic)), f(s)))
                 .collect()
@@ -506,7 +557,7 @@ pub enum ServeError {
 
 /// What the socket answers before the first snapshot: the recorder is
 /// still recovering unfinished segments and opening its sources.
-const BOOTING: &str = r#"{"schema":1,"state":"booting","reasons":["starting: recovering unfinished segments and opening sources"]}"#;
+const BOOTING: &str = r#"{"schema":2,"state":"booting","reasons":["starting: recovering unfinished segments and opening sources"]}"#;
 
 /// A thread answering every connection with the board's JSON (and a
 /// newline), then closing it. Stopped and its socket file removed on drop.
@@ -655,8 +706,8 @@ pub fn fetch(path: &Path, timeout: Duration) -> io::Result<String> {
 }
 
 /// The status JSON as the lines `edgerec status` prints: state and
-/// reasons, clock, storage, session, sources, metrics with their origins,
-/// stages and the watchdog. Works from the JSON alone, so an older or
+/// reasons, clock, storage, session, sources (state, restarts, last
+/// error), channels, metrics with their origins, stages and the watchdog. Works from the JSON alone, so an older or
 /// newer recorder's snapshot still prints what both know.
 pub fn render_text(v: &Value) -> String {
     let s = |p: &str| {
@@ -796,6 +847,28 @@ pub fn render_text(v: &Value) -> String {
     for src in sources.into_iter().flatten() {
         let g = |k: &str| src.get(k);
         line(format!(
+            "  {:<28} {:<10} restarts {:>4}{}",
+            g("name").and_then(Value::as_str).unwrap_or("-"),
+            g("state").and_then(Value::as_str).unwrap_or("-"),
+            g("restarts").and_then(Value::as_u64).unwrap_or(0),
+            g("last_error")
+                .and_then(Value::as_str)
+                .map(|e| format!("  last error: {e}"))
+                .unwrap_or_default()
+        ));
+    }
+    let channels = v.get("channels").and_then(Value::as_array);
+    line(format!(
+        "channels:  {}{}",
+        channels.map(|a| a.len()).unwrap_or(0),
+        match u("/unknown_channel_pushes") {
+            Some(n) if n > 0 => format!(" ({n} pushes to unknown channel ids refused)"),
+            _ => String::new(),
+        }
+    ));
+    for ch in channels.into_iter().flatten() {
+        let g = |k: &str| ch.get(k);
+        line(format!(
             "  {:<28} {:>9.1} Hz {:>8.2} MB/s  written {:>9}  dropped {:>6}  lost {:>4}  {}",
             g("topic").and_then(Value::as_str).unwrap_or("-"),
             g("rate_hz").and_then(Value::as_f64).unwrap_or(0.0),
@@ -915,12 +988,19 @@ mod tests {
                 segment: "/data/s/s_0.mcap.active".into(),
             }),
             sources: vec![SourceStatus {
+                name: "camera front".into(),
+                state: "restarting".into(),
+                restarts: 3,
+                last_error: Some("panicked: boom".into()),
+            }],
+            channels: vec![ChannelStatus {
                 topic: "/cam \"front\"".into(),
                 type_name: "sensor_msgs/msg/Image".into(),
                 rate_hz: 30.0,
                 dropped: 2,
-                ..SourceStatus::default()
+                ..ChannelStatus::default()
             }],
+            unknown_channel_pushes: 0,
             metrics: vec![Metric {
                 name: "cpu.load".into(),
                 value: 12.5,
@@ -945,7 +1025,8 @@ mod tests {
                 "edgerec: recorder",
                 "edgerec: clock",
                 "edgerec: storage",
-                "edgerec: source /cam \"front\"",
+                "edgerec: source camera front",
+                "edgerec: topic /cam \"front\"",
                 "edgerec: metrics"
             ]
         );
@@ -959,7 +1040,12 @@ mod tests {
         assert_eq!(d[2].message, "io_uring+O_DIRECT at 41.5 MB/s");
         assert_eq!(d[3].level, level::WARN);
         assert_eq!(
-            d[4].values,
+            d[3].message,
+            "restarting, 3 restarts; last error: panicked: boom"
+        );
+        assert_eq!(d[4].level, level::WARN);
+        assert_eq!(
+            d[5].values,
             vec![(
                 "cpu.load".to_owned(),
                 "12.5 percent (/proc/stat)".to_owned()
@@ -977,6 +1063,14 @@ mod tests {
             "{p}"
         );
         assert!(p.contains("edgerec_clock_offset_ns 5000\n"));
+        assert!(
+            p.contains("edgerec_source_restarts{source=\"camera front\"} 3\n"),
+            "{p}"
+        );
+        assert!(
+            p.contains("edgerec_source_running{source=\"camera front\"} 0\n"),
+            "{p}"
+        );
         assert!(p.contains("# TYPE edgerec_metric gauge\n"));
     }
 
@@ -1017,6 +1111,11 @@ mod tests {
         assert!(t.contains("storage:   io_uring+O_DIRECT, 41.5 MB/s"), "{t}");
         assert!(!t.contains("realtime:"), "no line when it is off: {t}");
         assert!(t.contains("cpu.load"), "{t}");
+        assert!(
+            t.contains("  camera front                 restarting restarts    3  last error: panicked: boom\n"),
+            "{t}"
+        );
+        assert!(t.contains("channels:  1\n"), "{t}");
         assert!(t.contains("/proc/stat"), "{t}");
         assert!(t.contains("watchdog:  off"), "{t}");
         // The booting answer renders too.

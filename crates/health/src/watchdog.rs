@@ -685,10 +685,28 @@ pub enum Stopped {
 }
 
 struct Shared {
-    /// A pending request to disarm, with where to send the result.
-    disarm: Mutex<Option<mpsc::SyncSender<io::Result<()>>>>,
+    /// Pending requests to the worker.
+    requests: Mutex<Requests>,
     wake: Condvar,
     status: Mutex<StatusInner>,
+}
+
+#[derive(Default)]
+struct Requests {
+    /// Disarm, with where to send the result.
+    disarm: Option<mpsc::SyncSender<io::Result<()>>>,
+    /// Check the heartbeats now, and say when done.
+    check: Vec<mpsc::SyncSender<()>>,
+}
+
+/// Why the worker woke.
+enum Wake {
+    /// Its next tick is due.
+    Due,
+    /// [`Supervisor::stop`].
+    Disarm(mpsc::SyncSender<io::Result<()>>),
+    /// [`Supervisor::check_now`].
+    Check(Vec<mpsc::SyncSender<()>>),
 }
 
 struct StatusInner {
@@ -787,7 +805,7 @@ impl Supervisor {
             _ => "no watchdog is armed; the stage stays stuck".to_owned(),
         };
         let shared = Arc::new(Shared {
-            disarm: Mutex::new(None),
+            requests: Mutex::new(Requests::default()),
             wake: Condvar::new(),
             status: Mutex::new(StatusInner {
                 device: identity,
@@ -846,6 +864,19 @@ impl Supervisor {
         }
     }
 
+    /// Checks the heartbeats now instead of at the next period, and
+    /// returns once done: a stage found stalled or dead has its fault
+    /// written (and the pings stopped) before this returns. The binary
+    /// calls it when the recorder reports a dead stage, before it stops,
+    /// so the fault file names the stage even when the process ends
+    /// sooner than the next period. Waits at most a second.
+    pub fn check_now(&self) {
+        let (reply, done) = mpsc::sync_channel(1);
+        lock(&self.shared.requests).check.push(reply);
+        self.shared.wake.notify_all();
+        let _ = done.recv_timeout(Duration::from_secs(1));
+    }
+
     /// Clean shutdown, after the recording is finished.
     ///
     /// A device with magic close is disarmed (`'V'`, then close) and
@@ -872,7 +903,7 @@ impl Supervisor {
             return Ok(Stopped::PingingUntilExit);
         }
         let (reply, result) = mpsc::sync_channel(1);
-        *lock(&self.shared.disarm) = Some(reply);
+        lock(&self.shared.requests).disarm = Some(reply);
         self.shared.wake.notify_all();
         result.recv().map_err(|_| {
             io::Error::other("the watchdog thread ended before it could be stopped")
@@ -971,7 +1002,23 @@ impl Worker {
                 Some(_) if self.notifier.is_some() => next_tick.min(next_notify),
                 _ => next_tick,
             };
-            if let Some(reply) = self.wait_until(due) {
+            let reply = match self.wait_until(due) {
+                Wake::Due => None,
+                Wake::Disarm(reply) => Some(reply),
+                Wake::Check(replies) => {
+                    let stalled = self.heartbeats.check(Instant::now());
+                    if !stalled.is_empty() && !stall_episode {
+                        self.on_stall(&stalled);
+                        stall_episode = true;
+                    }
+                    lock(&self.shared.status).stalled = stalled;
+                    for r in replies {
+                        let _ = r.send(());
+                    }
+                    continue;
+                }
+            };
+            if let Some(reply) = reply {
                 let had_device = self.device.is_some();
                 let result = match self.device.take() {
                     Some(device) => device.magic_close(),
@@ -1030,16 +1077,19 @@ impl Worker {
         }
     }
 
-    /// Sleeps until `due`; returns early with a disarm request.
-    fn wait_until(&self, due: Instant) -> Option<mpsc::SyncSender<io::Result<()>>> {
-        let mut request = lock(&self.shared.disarm);
+    /// Sleeps until `due`; returns early with a request.
+    fn wait_until(&self, due: Instant) -> Wake {
+        let mut request = lock(&self.shared.requests);
         loop {
-            if let Some(reply) = request.take() {
-                return Some(reply);
+            if let Some(reply) = request.disarm.take() {
+                return Wake::Disarm(reply);
+            }
+            if !request.check.is_empty() {
+                return Wake::Check(std::mem::take(&mut request.check));
             }
             let now = Instant::now();
             if now >= due {
-                return None;
+                return Wake::Due;
             }
             request = match self.shared.wake.wait_timeout(request, due - now) {
                 Ok((guard, _)) => guard,

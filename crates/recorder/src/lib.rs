@@ -1,13 +1,30 @@
-//! The recording pipeline: sources, envelopes, bounded queues, the chunker,
-//! the compressor pool, the sequencer and segments on disk.
+//! The recording pipeline: from the sources' channel queues to segments on
+//! disk. Sources are defined in `edgerec-source`; this crate consumes them.
+//!
+//! One thread per stage, each watched by a heartbeat:
+//! - the [`chunker`] drains every channel's queue round-robin, assigns
+//!   per-channel sequence numbers, copies each payload once into the open
+//!   chunk and hands full (or aged) chunks to the pool, numbered;
+//! - the [`compressor`]s seal chunks (compress + CRC) in any order;
+//! - the [`sequencer`] (the `storage` stage) puts sealed chunks back in
+//!   number order, writes them through the segment to the storage writer,
+//!   splits segments, asks retention for room and keeps the drop ledger;
+//! - the [`closer`] finishes split segments (summary, fdatasync, rename,
+//!   0444, `metadata.yaml`) while the next one is written.
+//!
+//! A stage that panics is marked dead ([`stage`]): the recording enters
+//! `fault`, every other stage stops at once, the open segment is left
+//! `.active` for the next start to recover, and [`Recorder::stop`] returns
+//! within a stage deadline instead of hanging.
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use edgerec_recorder::{Recorder, RecorderOptions, SystemClock};
-//! use edgerec_recorder::synthetic::SyntheticSource;
+//! use edgerec_recorder::{Recorder, RecorderOptions};
+//! use edgerec_source::{Source, SystemClock};
+//! use edgerec_synthetic::SyntheticSource;
 //!
 //! let cfg = edgerec_config::Config::load("config/demo.toml".as_ref()).unwrap();
-//! let sources = SyntheticSource::from_config(&cfg.sources.synthetic);
+//! let sources: Vec<Box<dyn Source>> = SyntheticSource::from_config(&cfg.sources.synthetic);
 //! let rec = Recorder::start(RecorderOptions::from_config(&cfg), sources, Arc::new(SystemClock)).unwrap();
 //! std::thread::sleep(std::time::Duration::from_secs(1));
 //! let report = rec.stop().unwrap();
@@ -17,25 +34,22 @@
 
 use std::path::PathBuf;
 
-pub mod budget;
-pub mod clock;
-pub mod control;
-pub mod envelope;
-pub mod internal;
-pub mod pipeline;
+pub mod chunker;
+pub mod closer;
+pub mod compressor;
+mod counters;
+mod drops;
+pub mod options;
+pub mod recorder;
 pub mod retention;
 pub mod segment;
-pub mod source;
+pub mod sequencer;
+pub mod stage;
 pub mod status;
-pub mod synthetic;
 
-pub use clock::{RecordingClock, SystemClock};
-pub use envelope::{ChannelId, Envelope};
-pub use pipeline::{
-    Recorder, RecorderOptions, RecordingReport, SegmentMetadataFn, StatusHandle, Watch,
-    THROUGHPUT_BIN,
-};
-pub use source::{ChannelSpec, Source, SourceError, SourceSink, StopFlag};
+pub use options::{RecorderOptions, SegmentMetadataFn, SplitPolicy, Watch};
+pub use recorder::{Recorder, RecordingReport, StatusHandle, THROUGHPUT_BIN};
+pub use sequencer::MAX_CHUNKS_IN_FLIGHT;
 pub use status::{ChannelStatus, RecorderState, RecorderStatus};
 
 /// Errors of starting and running a recording.
@@ -76,18 +90,47 @@ pub enum RecorderError {
         /// The format error.
         source: edgerec_format::FormatError,
     },
-    /// A source could not start.
-    #[error("source {source_name}: {reason}")]
-    Source {
-        /// The source.
-        source_name: String,
+    /// An option that must be positive is zero.
+    #[error("{option} must be positive")]
+    ZeroOption {
+        /// The option (`chunk_size`, `queue_capacity`).
+        option: &'static str,
+    },
+    /// A compressor could not be set up.
+    #[error("{name} cannot start: {source}")]
+    Compressor {
+        /// Which one (`compressor 2`).
+        name: String,
         /// Why.
+        source: std::io::Error,
+    },
+    /// Retention found no room for a new segment yet.
+    #[error("no room for a new segment yet: {reason}")]
+    NoRoom {
+        /// Retention's reason.
         reason: String,
     },
-    /// Options that cannot work.
-    #[error("{0}")]
-    Options(String),
-    /// A thread could not start or died.
-    #[error("{0}")]
-    Thread(String),
+    /// A thread could not be started.
+    #[error("cannot start thread {name}: {source}")]
+    Thread {
+        /// The thread.
+        name: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// A stage of the pipeline panicked: the recording ended in fault and
+    /// its open segment was left `.active` for recovery.
+    #[error("stage {stage} died: {message}; the open segment is left .active for recovery at the next start")]
+    StageDied {
+        /// The stage (`chunker`, `compressor 1`, `storage`, `closer`).
+        stage: String,
+        /// Its panic message.
+        message: String,
+    },
+    /// Stages that stopped making progress and did not end when asked.
+    #[error("stages {} did not end (silent past their deadline); their threads are left behind", stages.join(", "))]
+    StagesStuck {
+        /// Their names.
+        stages: Vec<String>,
+    },
 }

@@ -8,7 +8,6 @@
 use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use edgerec_format::bag::{self, BagMetadata, MetadataVersion};
@@ -18,8 +17,8 @@ use edgerec_format::writer::{McapWriter, PROFILE_ROS2};
 use edgerec_format::FormatError;
 use edgerec_storage::{CloseReport, DirectFile, StorageError, WriterOptions};
 
-use crate::source::RegisteredChannel;
 use crate::RecorderError;
+use edgerec_source::Channel as SourceChannel;
 
 /// `std::io::Write` over a [`DirectFile`], so the format crate stays free of
 /// the storage crate. A storage error travels inside the `io::Error` and is
@@ -146,7 +145,7 @@ impl Session {
     /// `channels` into it.
     pub fn open_segment(
         &mut self,
-        channels: &[Arc<RegisteredChannel>],
+        channels: &[Arc<SourceChannel>],
     ) -> Result<Segment, RecorderError> {
         let index = self.next_index;
         self.next_index += 1;
@@ -168,7 +167,6 @@ impl Session {
             final_path,
             active_path,
             mcap,
-            drops_at_open: BTreeMap::new(),
             written: BTreeMap::new(),
             repeats: BTreeMap::new(),
             closing_metadata: Vec::new(),
@@ -250,13 +248,12 @@ pub struct Segment {
     final_path: PathBuf,
     active_path: PathBuf,
     mcap: McapWriter<StorageSink>,
-    drops_at_open: BTreeMap<u16, u64>,
     /// Messages per channel written into this segment (latched repeats
     /// apart), to correct the counters if closing it fails.
     written: BTreeMap<u16, u64>,
     repeats: BTreeMap<u16, u64>,
-    /// Metadata records to write when the segment closes, before
-    /// `edgerec.drops` (the clock's quality over the segment).
+    /// Metadata records to write when the segment closes (the clock's
+    /// quality over the segment, `edgerec.drops`).
     closing_metadata: Vec<(String, BTreeMap<String, String>)>,
 }
 
@@ -269,15 +266,11 @@ impl Segment {
     }
 
     /// Writes the schema and channel records of `c` (once).
-    pub fn add_channel(&mut self, c: &RegisteredChannel) -> Result<(), RecorderError> {
+    pub fn add_channel(&mut self, c: &SourceChannel) -> Result<(), RecorderError> {
         let id = c.id.0;
         if self.mcap.has_channel(id) {
             return Ok(());
         }
-        self.drops_at_open.insert(
-            id,
-            c.counters.dropped.load(Ordering::Relaxed) + c.counters.lost.load(Ordering::Relaxed),
-        );
         let schema = Schema {
             id,
             name: c.spec.type_name.clone(),
@@ -369,39 +362,23 @@ impl Segment {
         self.index
     }
 
-    /// Writes the `edgerec.drops` record, the summary and footer, closes the
-    /// file (pad, truncate, fdatasync), renames it from `.active`, fsyncs
-    /// the directory and makes it read-only. Needs no session: a closer
-    /// thread runs it while the next segment is being written.
-    pub fn finish(
-        self,
-        channels: &[Arc<RegisteredChannel>],
-    ) -> Result<FinishedSegment, RecorderError> {
+    /// Writes the closing Metadata records, the summary and footer, closes
+    /// the file (pad, truncate, fdatasync), renames it from `.active`,
+    /// fsyncs the directory and makes it read-only. Needs no session: a
+    /// closer thread runs it while the next segment is being written.
+    pub fn finish(self) -> Result<FinishedSegment, RecorderError> {
         let Segment {
             mut mcap,
             active_path,
             final_path,
             file_name,
-            drops_at_open,
             index,
             closing_metadata,
             ..
         } = self;
-        let mut drops = BTreeMap::new();
-        for c in channels {
-            if let Some(before) = drops_at_open.get(&c.id.0) {
-                let now = c.counters.dropped.load(Ordering::Relaxed)
-                    + c.counters.lost.load(Ordering::Relaxed);
-                drops.insert(
-                    c.spec.topic.clone(),
-                    now.saturating_sub(*before).to_string(),
-                );
-            }
-        }
         let (sink, summary) = match closing_metadata
             .iter()
             .try_for_each(|(name, values)| mcap.write_metadata(name, values))
-            .and_then(|_| mcap.write_metadata("edgerec.drops", &drops))
             .and_then(|_| mcap.finish())
         {
             Ok(x) => x,

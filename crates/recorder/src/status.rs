@@ -13,7 +13,8 @@ pub enum RecorderState {
     Stopping,
     /// Finished.
     Stopped,
-    /// Storage failed: sources run, their data is dropped and counted.
+    /// Storage failed (sources run, their data is dropped and counted),
+    /// or a stage died (the recording is ending).
     Fault,
     /// No space left within the retention limits and nothing deletable:
     /// sources run, their data is dropped and counted; resumes by itself.
@@ -90,6 +91,12 @@ pub struct RecorderStatus {
     pub disk_full: Option<String>,
     /// Per channel.
     pub channels: Vec<ChannelStatus>,
+    /// Per source, from the supervisor.
+    pub sources: Vec<edgerec_source::SourceStatus>,
+    /// Pushes refused because no channel has their id (a source's bug).
+    pub unknown_channel_pushes: u64,
+    /// The pipeline stage that died, when one did.
+    pub stage_died: Option<crate::stage::StageDeath>,
 }
 
 impl RecorderStatus {

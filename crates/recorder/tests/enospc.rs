@@ -14,10 +14,10 @@ use std::time::Duration;
 use edgerec_config::{Rate, SyntheticChannel, SyntheticKind};
 use edgerec_format::bag::MetadataVersion;
 use edgerec_format::chunk::Compression;
-use edgerec_recorder::pipeline::SplitPolicy;
-use edgerec_recorder::synthetic::SyntheticSource;
-use edgerec_recorder::{Recorder, RecorderOptions, SystemClock};
+use edgerec_recorder::{Recorder, RecorderOptions, SplitPolicy};
+use edgerec_source::{SupervisorOptions, SystemClock};
 use edgerec_storage::WriterOptions;
+use edgerec_synthetic::SyntheticSource;
 
 const MIB: u64 = 1 << 20;
 
@@ -55,6 +55,7 @@ fn a_real_enospc_closes_the_segment_at_its_last_good_chunk_and_recording_goes_on
         // Retention off: with it, the floor keeps a recording from ever
         // meeting ENOSPC (tests/disk_full.rs); this test is the backstop.
         retention: None,
+        supervisor: SupervisorOptions::default(),
         watch: Default::default(),
     };
     let channel = SyntheticChannel {

@@ -19,15 +19,16 @@ use edgerec_config::{Rate, SyntheticChannel, SyntheticKind};
 use edgerec_format::bag::MetadataVersion;
 use edgerec_format::chunk::Compression;
 use edgerec_format::reader::{check_file, read_summary};
-use edgerec_recorder::pipeline::{SplitPolicy, MAX_CHUNKS_IN_FLIGHT};
-use edgerec_recorder::source::Dropped;
-use edgerec_recorder::synthetic::SyntheticSource;
 use edgerec_recorder::{
-    ChannelId, ChannelSpec, ChannelStatus, Envelope, Recorder, RecorderError, RecorderOptions,
-    RecorderState, RecorderStatus, RecordingClock, RecordingReport, Source, SourceError,
-    SourceSink, StopFlag, SystemClock,
+    ChannelStatus, Recorder, RecorderError, RecorderOptions, RecorderState, RecorderStatus,
+    RecordingReport, SplitPolicy, MAX_CHUNKS_IN_FLIGHT,
+};
+use edgerec_source::{
+    ChannelSpec, Dropped, Envelope, RecordingClock, Source, SourceError, SourceSink, Stop,
+    SupervisorOptions, SystemClock,
 };
 use edgerec_storage::{BackendChoice, ErrorKind, Faults, WriterOptions};
+use edgerec_synthetic::SyntheticSource;
 use edgerec_testkit::{mcap_readback, ReadMessage, Readback};
 
 const KIB: usize = 1024;
@@ -105,7 +106,6 @@ struct CountingSource {
     burst: u64,
     return_when_done: bool,
     counts: Arc<PushCounts>,
-    channel: Option<ChannelId>,
 }
 
 impl CountingSource {
@@ -119,7 +119,6 @@ impl CountingSource {
             burst: 1,
             return_when_done: false,
             counts: Arc::default(),
-            channel: None,
         }
     }
     fn count(mut self, n: u64) -> Self {
@@ -162,18 +161,11 @@ impl Source for CountingSource {
         format!("counting{}", self.topic.replace('/', "."))
     }
 
-    fn register(&mut self, sink: &mut SourceSink) -> Result<(), SourceError> {
-        self.channel = Some(sink.register(spec(&self.topic))?);
-        Ok(())
-    }
-
-    fn run(self: Box<Self>, sink: SourceSink, stop: StopFlag) -> Result<(), SourceError> {
-        let channel = self
-            .channel
-            .ok_or_else(|| SourceError::Other("run before register".into()))?;
+    fn run(&mut self, sink: &SourceSink, stop: &Stop) -> Result<(), SourceError> {
+        let channel = sink.register(spec(&self.topic))?;
         let start = Instant::now();
         let mut i = 0u64;
-        while !stop.is_set() && self.count.is_none_or(|n| i < n) {
+        while !stop.is_requested() && self.count.is_none_or(|n| i < n) {
             if let Some(p) = self.every {
                 let due = start + Duration::from_nanos(p.as_nanos() as u64 * (i / self.burst));
                 let now = Instant::now();
@@ -194,7 +186,7 @@ impl Source for CountingSource {
         }
         self.counts.finished.store(1, Ordering::Release);
         if !self.return_when_done {
-            while !stop.is_set() {
+            while !stop.is_requested() {
                 std::thread::sleep(Duration::from_millis(2));
             }
         }
@@ -252,6 +244,7 @@ fn options(root: &Path) -> RecorderOptions {
         library: "edgerec-recorder pipeline tests".into(),
         split: SplitPolicy::default(),
         retention: None,
+        supervisor: SupervisorOptions::default(),
         watch: Default::default(),
     }
 }

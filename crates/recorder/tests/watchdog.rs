@@ -1,8 +1,10 @@
-//! The recorder's own stages feed the watchdog: a real recording (storage
-//! and sources beating through `Watch`) keeps a fake watchdog device fed
-//! at its period; when one source hangs (stops pushing and stops saying
-//! it is alive), the pings stop within its deadline, the fault file names
-//! that source, and the recording itself goes on and closes cleanly.
+//! The recorder's stages feed the watchdog, and a hung source does not:
+//! a real recording (every stage beating through `Watch`) keeps a fake
+//! watchdog device fed at its period; when one source hangs (stops
+//! pushing and stops saying it is alive), its supervisor stops and
+//! restarts it, the watchdog stays fed (a source is not a reason to reset
+//! the board), no fault is written, and the other source's data and the
+//! files are unharmed.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,26 +14,23 @@ use std::time::{Duration, Instant};
 use edgerec_format::bag::MetadataVersion;
 use edgerec_format::chunk::Compression;
 use edgerec_format::msgdefs;
-use edgerec_health::fault::FaultRecord;
 use edgerec_health::heartbeat::Heartbeats;
 use edgerec_health::watchdog::{FakeWatchdog, Supervisor, SupervisorOptions};
-use edgerec_recorder::pipeline::SplitPolicy;
-use edgerec_recorder::source::{ChannelSpec, SourceError, SourceSink, StopFlag};
-use edgerec_recorder::{
-    ChannelId, Envelope, Recorder, RecorderOptions, Source, SystemClock, Watch,
+use edgerec_recorder::{Recorder, RecorderOptions, SplitPolicy, Watch};
+use edgerec_source::{
+    ChannelSpec, Envelope, Source, SourceError, SourceSink, SourceState, Stop, SystemClock,
 };
 use edgerec_storage::WriterOptions;
 
 const PERIOD: Duration = Duration::from_millis(100);
 const DEADLINE: Duration = Duration::from_millis(400);
 
-/// Pushes a small message every 10 ms; after `hang_after` (if any) hangs:
-/// no pushes, no `alive()`, until stop.
+/// Pushes a small message every 10 ms; after `hang_after` (if any) in
+/// its first run hangs: no pushes, no `alive()`, until stop.
 struct Sensor {
     topic: &'static str,
     hang_after: Option<Duration>,
     hung: Arc<AtomicBool>,
-    channel: Option<ChannelId>,
 }
 
 impl Source for Sensor {
@@ -39,9 +38,9 @@ impl Source for Sensor {
         self.topic.to_owned()
     }
 
-    fn register(&mut self, sink: &mut SourceSink) -> Result<(), SourceError> {
+    fn run(&mut self, sink: &SourceSink, stop: &Stop) -> Result<(), SourceError> {
         let def = msgdefs::lookup("std_msgs/msg/String").unwrap();
-        self.channel = Some(sink.register(ChannelSpec {
+        let channel = sink.register(ChannelSpec {
             topic: self.topic.to_owned(),
             type_name: def.name.to_owned(),
             message_encoding: "cdr".into(),
@@ -49,18 +48,14 @@ impl Source for Sensor {
             schema: def.text().as_bytes().to_vec(),
             metadata: Default::default(),
             latched: false,
-        })?);
-        Ok(())
-    }
-
-    fn run(self: Box<Self>, sink: SourceSink, stop: StopFlag) -> Result<(), SourceError> {
+        })?;
         let start = Instant::now();
-        let channel = self.channel.unwrap();
-        while !stop.is_set() {
+        while !stop.is_requested() {
             if self.hang_after.is_some_and(|h| start.elapsed() >= h) {
+                self.hang_after = None;
                 self.hung.store(true, Ordering::Release);
-                // Hung: a driver call that never returns, say.
-                while !stop.is_set() {
+                // Hung: a driver call that only the stop request ends.
+                while !stop.is_requested() {
                     std::thread::sleep(Duration::from_millis(10));
                 }
                 break;
@@ -99,6 +94,11 @@ fn options(root: &Path, heartbeats: &Heartbeats) -> RecorderOptions {
         library: "edgerec watchdog test".into(),
         split: SplitPolicy::default(),
         retention: None,
+        supervisor: edgerec_source::SupervisorOptions {
+            backoff_min: Duration::from_millis(50),
+            backoff_max: Duration::from_secs(1),
+            deadline: DEADLINE,
+        },
         watch: Watch {
             heartbeats: Some(heartbeats.clone()),
             deadline: DEADLINE,
@@ -108,7 +108,7 @@ fn options(root: &Path, heartbeats: &Heartbeats) -> RecorderOptions {
 }
 
 #[test]
-fn a_hung_source_stops_the_watchdog_and_is_named() {
+fn a_hung_source_is_restarted_and_the_watchdog_stays_fed() {
     let d = tempfile::tempdir().unwrap();
     let fault_file = d.path().join("last-fault.json");
     let heartbeats = Heartbeats::new();
@@ -132,13 +132,11 @@ fn a_hung_source_stops_the_watchdog_and_is_named() {
             topic: "/imu",
             hang_after: None,
             hung: Arc::new(AtomicBool::new(false)),
-            channel: None,
         }),
         Box::new(Sensor {
             topic: "/can",
             hang_after: Some(Duration::from_millis(1500)),
             hung: hung.clone(),
-            channel: None,
         }),
     ];
     let rec = Recorder::start(
@@ -147,8 +145,9 @@ fn a_hung_source_stops_the_watchdog_and_is_named() {
         Arc::new(SystemClock),
     )
     .unwrap();
+    // Every stage of the pipeline is watched.
     let names: Vec<String> = heartbeats.snapshot().into_iter().map(|s| s.name).collect();
-    for want in ["storage", "source /imu", "source /can"] {
+    for want in ["chunker", "compressor 0", "storage", "closer", "sources"] {
         assert!(names.iter().any(|n| n == want), "{want} not in {names:?}");
     }
 
@@ -161,8 +160,7 @@ fn a_hung_source_stops_the_watchdog_and_is_named() {
         healthy.len()
     );
 
-    // /can hangs at 1.5 s; the pings stop within its deadline (plus one
-    // period for the check, plus slack for a loaded machine).
+    // /can hangs at 1.5 s; the supervisor restarts it after its deadline.
     let t0 = Instant::now();
     while !hung.load(Ordering::Acquire) {
         assert!(
@@ -172,28 +170,55 @@ fn a_hung_source_stops_the_watchdog_and_is_named() {
         std::thread::sleep(Duration::from_millis(5));
     }
     let hung_at = Instant::now();
-    std::thread::sleep(DEADLINE + PERIOD * 6);
-    let last = *log.keepalives().last().unwrap();
-    let fed_for = last.saturating_duration_since(hung_at);
+    let can = |rec: &Recorder| {
+        rec.status()
+            .sources
+            .into_iter()
+            .find(|s| s.name == "/can")
+            .unwrap()
+    };
+    while can(&rec).restarts == 0 || can(&rec).state != SourceState::Running {
+        assert!(
+            hung_at.elapsed() < Duration::from_secs(10),
+            "not restarted: {:?}",
+            can(&rec)
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let restarted = hung_at.elapsed();
     assert!(
-        fed_for <= DEADLINE + PERIOD + Duration::from_millis(60),
-        "the watchdog was fed {fed_for:?} after the source hung (deadline {DEADLINE:?})"
+        restarted >= DEADLINE && restarted < DEADLINE * 4,
+        "restarted {restarted:?} after the hang (deadline {DEADLINE:?})"
     );
-    let after = log.keepalives().len();
-    std::thread::sleep(PERIOD * 3);
-    assert_eq!(log.keepalives().len(), after, "pings resumed while hung");
+    assert!(can(&rec).last_error.unwrap().contains("silent for"));
 
-    // The fault file names the hung source; storage and /imu were fine.
-    let fault: FaultRecord =
-        serde_json::from_str(&std::fs::read_to_string(&fault_file).unwrap()).unwrap();
-    assert_eq!(fault.stage, "source /can", "{fault:?}");
-    assert!(fault.silent_for_ms >= DEADLINE.as_millis() as u64);
-    let status = supervisor.status();
-    assert_eq!(status.stalled.len(), 1, "{status:?}");
-    assert_eq!(status.stalled[0].name, "source /can");
+    // The watchdog never stopped: pings went on through the hang, and no
+    // fault was written.
+    std::thread::sleep(PERIOD * 5);
+    let pings = log.keepalives();
+    let gaps = pings.windows(2).map(|w| w[1] - w[0]).max().unwrap();
+    assert!(gaps < PERIOD * 3, "a ping gap of {gaps:?}");
+    assert!(!fault_file.exists(), "a source's hang is not a board fault");
+    assert!(supervisor.status().stalled.is_empty());
 
-    // The recording is unharmed by the hang: /imu kept going, the files
-    // close cleanly.
+    // The recording is unharmed: /imu kept going, /can came back, the
+    // files close cleanly.
+    let before = rec
+        .status()
+        .channels
+        .iter()
+        .find(|c| c.topic == "/can")
+        .unwrap()
+        .accepted;
+    std::thread::sleep(Duration::from_millis(200));
+    let after = rec
+        .status()
+        .channels
+        .iter()
+        .find(|c| c.topic == "/can")
+        .unwrap()
+        .accepted;
+    assert!(after > before, "/can pushes again after its restart");
     let report = rec.stop().unwrap();
     let imu = report
         .status
@@ -202,10 +227,11 @@ fn a_hung_source_stops_the_watchdog_and_is_named() {
         .find(|c| c.topic == "/imu")
         .unwrap();
     assert!(imu.written > 200, "{imu:?}");
+    assert_eq!(imu.dropped, 0);
     assert_eq!(report.segments.len(), 1);
     edgerec_testkit::mcap_readback(&report.segments[0].path).unwrap();
-    // The hung source ended with the stop and unregistered: nothing is
-    // stalled any more.
+    // Every stage ended with the stop and unregistered.
     assert!(heartbeats.check(Instant::now()).is_empty());
+    assert!(heartbeats.is_empty(), "{:?}", heartbeats.snapshot());
     drop(supervisor);
 }

@@ -24,7 +24,7 @@
 //! }
 //! ```
 
-mod disk;
+pub(crate) mod disk;
 mod nvml;
 mod probe;
 mod proc;

@@ -1,4 +1,4 @@
-//! Synthetic sensors: real, decodable CDR at a configured rate.
+//! How a synthetic sensor's messages are built: real, decodable CDR.
 //!
 //! Each configured channel is its own source (own thread, own queue), like
 //! independent sensors. Every message carries its per-channel sequence
@@ -16,31 +16,25 @@
 //! channel, documented on [`expected_imu`] and [`fill_pattern`], so tests
 //! can check decoded field values.
 //!
-//! Rate `Hz(r)` emits message n at `start + n / r` (late messages are sent
-//! at once, so the average rate holds). Rate `Max` is a load generator: it
-//! emits as fast as the pipeline accepts, offering a refused message again
-//! (not dropping it) after a short wait; it measures the pipeline's
-//! capacity.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
 
-use edgerec_config::{Rate, SyntheticChannel, SyntheticKind};
+use edgerec_config::{SyntheticChannel, SyntheticKind};
 use edgerec_format::bag::qos_profile_yaml;
 use edgerec_format::cdr::{msg, CdrWriter, PointFieldSpec, Time};
 use edgerec_format::msgdefs;
-
-use crate::envelope::{ChannelId, Envelope};
-use crate::source::{ChannelSpec, Dropped, Source, SourceError, SourceSink, StopFlag};
+use edgerec_source::{ChannelSpec, Source, SourceError};
 
 /// One synthetic sensor.
 #[derive(Debug)]
 pub struct SyntheticSource {
-    cfg: SyntheticChannel,
-    channel: Option<ChannelId>,
-    template: Vec<u8>,
+    pub(crate) cfg: SyntheticChannel,
+    pub(crate) template: Vec<u8>,
     /// Bytes an encoded message needs, about.
-    payload_hint: usize,
+    pub(crate) payload_hint: usize,
+    /// The next sequence number: kept across restarts, so a restarted
+    /// source goes on where it stopped.
+    pub(crate) seq: u64,
 }
 
 /// Image width used when the payload size is a whole number of rgb8 rows.
@@ -70,9 +64,9 @@ impl SyntheticSource {
         let payload_hint = template.len() + 400 + cfg.frame_id.len();
         Self {
             cfg,
-            channel: None,
             template,
             payload_hint,
+            seq: 0,
         }
     }
 
@@ -156,10 +150,11 @@ impl SyntheticSource {
         }
     }
 
-    fn spec(&self) -> Result<ChannelSpec, SourceError> {
+    /// The channel this source records.
+    pub fn spec(&self) -> Result<ChannelSpec, SourceError> {
         let ty = self.cfg.kind.ros_type();
-        let def = msgdefs::lookup(ty).ok_or_else(|| {
-            SourceError::Other(format!("no embedded message definition for {ty}"))
+        let def = msgdefs::lookup(ty).ok_or_else(|| SourceError::Config {
+            reason: format!("no embedded message definition for {ty}"),
         })?;
         let mut metadata = BTreeMap::new();
         metadata.insert(
@@ -280,96 +275,10 @@ pub fn fill_pattern(topic: &str, out: &mut [u8]) {
     }
 }
 
-impl Source for SyntheticSource {
-    fn name(&self) -> String {
-        format!("synthetic{}", self.cfg.topic.replace('/', "."))
-    }
-
-    fn register(&mut self, sink: &mut SourceSink) -> Result<(), SourceError> {
-        let spec = self.spec()?;
-        self.channel = Some(sink.register(spec)?);
-        Ok(())
-    }
-
-    fn run(self: Box<Self>, sink: SourceSink, stop: StopFlag) -> Result<(), SourceError> {
-        let Some(channel) = self.channel else {
-            return Err(SourceError::Other("run before register".into()));
-        };
-        let start = Instant::now();
-        let mut seq: u64 = 0;
-        let emit = |seq: u64| {
-            let now = sink.now_ns();
-            let payload = self.encode_into(sink.buffer(self.payload_hint), seq, now);
-            // A refused push is counted by the sink; the sequence number is
-            // consumed either way, so readers see the gap.
-            let _ = sink.push(Envelope {
-                channel,
-                log_time: now,
-                publish_time: now,
-                payload,
-            });
-        };
-        match self.cfg.rate {
-            Rate::Max => {
-                let need = (self.template.len() + 512) as u64;
-                'next: while !stop.is_set() {
-                    if !sink.has_room(need) {
-                        std::thread::sleep(Duration::from_micros(50));
-                        continue;
-                    }
-                    let now = sink.now_ns();
-                    let mut env = Envelope {
-                        channel,
-                        log_time: now,
-                        publish_time: now,
-                        payload: self.encode_into(sink.buffer(self.payload_hint), seq, now),
-                    };
-                    // A load generator offers again what did not fit
-                    // instead of dropping it: it measures capacity.
-                    loop {
-                        match sink.try_push(env) {
-                            Ok(()) => break,
-                            Err((Dropped::Budget | Dropped::QueueFull, back)) => {
-                                if stop.is_set() {
-                                    break 'next;
-                                }
-                                env = back;
-                                std::thread::sleep(Duration::from_micros(50));
-                            }
-                            Err((_, _)) => break 'next,
-                        }
-                    }
-                    seq += 1;
-                }
-            }
-            Rate::Hz(hz) => {
-                let period = 1.0 / hz;
-                while !stop.is_set() {
-                    let due = (start.elapsed().as_secs_f64() * hz) as u64 + 1;
-                    // Bounded bursts so a stop request is seen promptly.
-                    let until = due.min(seq + 4096);
-                    while seq < until {
-                        emit(seq);
-                        seq += 1;
-                    }
-                    if seq >= due {
-                        let next = Duration::from_secs_f64(seq as f64 * period);
-                        let wait = next.saturating_sub(start.elapsed());
-                        if wait > Duration::from_micros(20) {
-                            sink.alive();
-                            std::thread::sleep(wait.min(Duration::from_millis(50)));
-                        }
-                    }
-                }
-            }
-        }
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use edgerec_config::Rate;
 
     fn chan(kind: SyntheticKind, size: u64) -> SyntheticChannel {
         SyntheticChannel {

@@ -1,8 +1,6 @@
 //! Envelopes: one message on its way from a source to a chunk.
 
-/// Index of a channel in the recorder's registry; also its MCAP channel id.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ChannelId(pub u16);
+use crate::channel::ChannelId;
 
 /// One message. The payload is moved, never copied, until the chunker
 /// copies it once into the chunk's record buffer.

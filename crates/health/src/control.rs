@@ -4,26 +4,85 @@
 //! Prometheus) and systemd's one-line `STATUS=`. The loop itself is the
 //! binary's main thread, which is also a watched stage: [`Control::tick`]
 //! beats its heartbeat.
+//!
+//! Health knows the recorder only through a [`RecordingView`] that the
+//! binary builds from the recorder's status each tick: the recorder knows
+//! nothing of LEDs or watchdogs, and health nothing of the pipeline.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use edgerec_clock::ClockHandle;
-use edgerec_health::fault::FaultRecord;
-use edgerec_health::heartbeat::{Heartbeat, Heartbeats};
-use edgerec_health::leds::Leds;
-use edgerec_health::metrics::Collector;
-use edgerec_health::notify::Notifier;
-use edgerec_health::state::{evaluate, DropTrend, HealthInputs, HealthState};
-use edgerec_health::status::{
-    MetricSource, RealtimeStatus, SessionStatus, SourceStatus, StatusBoard, StatusSnapshot,
-    StorageStatus, SCHEMA,
-};
-use edgerec_health::watchdog::Supervisor;
 
-use crate::pipeline::StatusHandle;
-use crate::status::{RecorderState, RecorderStatus};
+use crate::fault::FaultRecord;
+use crate::heartbeat::{Heartbeat, Heartbeats};
+use crate::leds::Leds;
+use crate::metrics::Collector;
+use crate::notify::Notifier;
+use crate::state::{evaluate, DropTrend, HealthInputs, HealthState};
+use crate::status::{
+    ChannelStatus, MetricSource, RealtimeStatus, SessionStatus, SourceStatus, StatusBoard,
+    StatusSnapshot, StorageStatus, SCHEMA,
+};
+use crate::watchdog::Supervisor;
+
+/// What the control loop reads from the recorder, once a tick.
+#[derive(Debug, Clone, Default)]
+pub struct RecordingView {
+    /// A session is being recorded (also while paused for space or after
+    /// a storage failure).
+    pub recording: bool,
+    /// The storage failure, or the stage that died.
+    pub fault: Option<String>,
+    /// Why recording is paused for space.
+    pub disk_full: Option<String>,
+    /// The storage backend.
+    pub backend: String,
+    /// Why a slower backend is used.
+    pub fallback_reason: Option<String>,
+    /// Bytes handed to storage since the start.
+    pub bytes_written: u64,
+    /// Bytes of the current segment handed to storage.
+    pub segment_bytes: u64,
+    /// Bytes of the current segment known durable.
+    pub durable_bytes: u64,
+    /// The bag directory.
+    pub session_dir: PathBuf,
+    /// The segment being written.
+    pub segment: PathBuf,
+    /// Every channel's counters.
+    pub channels: Vec<ChannelCounts>,
+    /// Every source, from its supervisor.
+    pub sources: Vec<SourceStatus>,
+    /// Pushes refused because no channel had their id.
+    pub unknown_channel_pushes: u64,
+    /// The storage threads' scheduling, when `storage.realtime_priority`
+    /// is set.
+    pub realtime: Option<RealtimeStatus>,
+}
+
+/// One channel's counters since the start.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChannelCounts {
+    /// Topic.
+    pub topic: String,
+    /// `pkg/msg/Type`.
+    pub type_name: String,
+    /// Accepted into the pipeline.
+    pub accepted: u64,
+    /// Payload bytes accepted.
+    pub bytes: u64,
+    /// Written into a file.
+    pub written: u64,
+    /// Refused at the sink.
+    pub dropped: u64,
+    /// Lost to a storage failure.
+    pub lost: u64,
+}
+
+/// Reads the recorder; see [`RecordingView`].
+pub type ReadRecording = Box<dyn FnMut() -> RecordingView + Send>;
 
 /// What the control loop judges by.
 #[derive(Debug, Clone)]
@@ -37,16 +96,13 @@ pub struct ControlOptions {
     pub drops_window: Duration,
     /// The control loop's own heartbeat deadline.
     pub deadline: Duration,
-    /// `storage.realtime_priority`: when not 0, each snapshot reads back
-    /// how the kernel schedules the storage stage's threads.
-    pub realtime_priority: u8,
 }
 
 /// The parts the control loop reads and drives; every one but the
 /// recorder's status and the board is optional.
 pub struct Control {
     opts: ControlOptions,
-    recorder: StatusHandle,
+    recorder: ReadRecording,
     clock: Option<ClockHandle>,
     metrics: Option<Collector>,
     heartbeats: Heartbeats,
@@ -57,7 +113,7 @@ pub struct Control {
     board: StatusBoard,
     last_fault: Option<FaultRecord>,
     drops: BTreeMap<String, DropTrend>,
-    previous: Option<(Instant, RecorderStatus)>,
+    previous: Option<(Instant, RecordingView)>,
     started: Instant,
     storage_errors: u64,
     snapshot: Option<StatusSnapshot>,
@@ -76,7 +132,7 @@ impl Control {
     /// its own heartbeat (`control`) in `heartbeats`.
     pub fn new(
         opts: ControlOptions,
-        recorder: StatusHandle,
+        recorder: ReadRecording,
         heartbeats: Heartbeats,
         board: StatusBoard,
     ) -> Control {
@@ -150,6 +206,15 @@ impl Control {
         self.beat.beat();
     }
 
+    /// Checks the heartbeats at once (see
+    /// [`Supervisor::check_now`]): the binary calls it when a stage died,
+    /// so the fault file names the stage before the process ends.
+    pub fn check_watchdog_now(&self) {
+        if let Some(w) = &self.watchdog {
+            w.check_now();
+        }
+    }
+
     /// Storage failures seen so far (the binary reports them at the end).
     pub fn note_storage_errors(&mut self, n: u64) {
         self.storage_errors = n;
@@ -160,7 +225,7 @@ impl Control {
     pub fn tick(&mut self) -> &StatusSnapshot {
         self.beat.beat();
         let now = Instant::now();
-        let rec = self.recorder.snapshot();
+        let rec = (self.recorder)();
         let clock = self.clock.as_ref().map(|c| c.status());
         let metrics = self
             .metrics
@@ -207,16 +272,24 @@ impl Control {
         };
         let inputs = HealthInputs {
             booting: false,
-            recording: matches!(
-                rec.state,
-                RecorderState::Recording | RecorderState::DiskFull | RecorderState::Fault
-            ),
+            recording: rec.recording,
             storage_fault: rec.fault.clone(),
             disk_full: rec.disk_full.is_some(),
             clock_unlocked: clock.as_ref().is_some_and(|c| c.unlocked),
             drops_rising: rising,
             disk_low,
-            sources_restarting: Vec::new(),
+            sources_restarting: rec
+                .sources
+                .iter()
+                .filter(|s| s.state == "restarting")
+                .map(|s| s.name.clone())
+                .collect(),
+            sources_failed: rec
+                .sources
+                .iter()
+                .filter(|s| s.state == "failed")
+                .map(|s| (s.name.clone(), s.last_error.clone().unwrap_or_default()))
+                .collect(),
             stalled,
         };
         let (state, reasons) = evaluate(&inputs);
@@ -234,12 +307,12 @@ impl Control {
             (Some(secs), Some(old)) => new.saturating_sub(old) as f64 / secs,
             _ => 0.0,
         };
-        let sources = rec
+        let channels = rec
             .channels
             .iter()
             .map(|c| {
                 let old = prev.and_then(|p| p.channels.iter().find(|o| o.topic == c.topic));
-                SourceStatus {
+                ChannelStatus {
                     topic: c.topic.clone(),
                     type_name: c.type_name.clone(),
                     rate_hz: rate(c.accepted, old.map(|o| o.accepted)),
@@ -262,15 +335,7 @@ impl Control {
             disk_full: rec.disk_full.clone(),
             fault: rec.fault.clone(),
             errors: self.storage_errors,
-            realtime: (self.opts.realtime_priority > 0).then(|| {
-                let (fifo, other) =
-                    edgerec_storage::storage_stage_scheduling(self.opts.realtime_priority);
-                RealtimeStatus {
-                    priority: self.opts.realtime_priority,
-                    fifo,
-                    other,
-                }
-            }),
+            realtime: rec.realtime.clone(),
         };
         let snapshot = StatusSnapshot {
             schema: SCHEMA,
@@ -288,7 +353,9 @@ impl Control {
                 dir: rec.session_dir.clone(),
                 segment: rec.segment.clone(),
             }),
-            sources,
+            sources: rec.sources.clone(),
+            channels,
+            unknown_channel_pushes: rec.unknown_channel_pushes,
             metrics,
             metric_sources,
             stages: self.heartbeats.snapshot(),
@@ -321,13 +388,13 @@ impl Control {
 
 /// systemd's `STATUS=` line: state, rate, drops, clock.
 pub fn one_line(s: &StatusSnapshot) -> String {
-    let drops: u64 = s.sources.iter().map(|c| c.dropped + c.lost).sum();
+    let drops: u64 = s.channels.iter().map(|c| c.dropped + c.lost).sum();
     let clock = s.clock.as_ref().map(|c| c.state.name()).unwrap_or("-");
     let mut line = format!(
         "{}: {:.1} MB/s, {} topics, {} dropped, clock {}",
         s.state.name(),
         s.storage.write_mb_s,
-        s.sources.len(),
+        s.channels.len(),
         drops,
         clock
     );
@@ -350,8 +417,8 @@ fn fs_space(dir: &std::path::Path) -> (Option<u64>, Option<u64>) {
             _ => return (None, None),
         }
     }
-    match crate::retention::statvfs(p) {
-        Ok(s) => (Some(s.free), Some(s.size)),
+    match crate::metrics::disk::statvfs(p) {
+        Ok(s) => (Some(s.free), Some(s.total)),
         Err(_) => (None, None),
     }
 }

@@ -1,0 +1,25 @@
+//! What the stages update and the status reads.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize};
+use std::sync::Mutex;
+
+/// Counters and state shared by the stages.
+#[derive(Debug, Default)]
+pub(crate) struct PipelineCounters {
+    pub(crate) bytes_written: AtomicU64,
+    pub(crate) durable_bytes: AtomicU64,
+    /// Bytes of the current segment handed to storage.
+    pub(crate) segment_bytes: AtomicU64,
+    pub(crate) chunks_written: AtomicU64,
+    pub(crate) messages_written: AtomicU64,
+    /// Chunks handed to the compressors and not yet written.
+    pub(crate) in_flight: AtomicUsize,
+    /// The storage failure being recovered from.
+    pub(crate) fault: Mutex<Option<String>>,
+    /// Why recording is paused for space (retention), when it is.
+    pub(crate) disk_full: Mutex<Option<String>>,
+    /// The segment being written.
+    pub(crate) segment: Mutex<PathBuf>,
+    pub(crate) stopping: AtomicBool,
+}

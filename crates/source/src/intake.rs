@@ -1,0 +1,134 @@
+//! The intake: what every sink shares and what the recorder's chunker
+//! drains. It owns the channel table (each channel with its own queue),
+//! the memory budget, the doorbell that wakes the chunker, the recording
+//! clock, and the paused and closed switches.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use crate::budget::MemoryBudget;
+use crate::channel::Channel;
+use crate::clock::RecordingClock;
+use crate::doorbell::Doorbell;
+use crate::queue::{Charge, Queued};
+use crate::returns::RETURN_MAX_CAPACITY;
+use crate::sink::SourceSink;
+use crate::table::ChannelTable;
+
+/// Shared by every sink and the chunker.
+#[derive(Debug)]
+pub struct Intake {
+    pub(crate) table: ChannelTable,
+    pub(crate) budget: MemoryBudget,
+    pub(crate) doorbell: Doorbell,
+    pub(crate) clock: Arc<dyn RecordingClock>,
+    /// Recording is paused (disk full, storage failed): pushes are
+    /// refused and counted.
+    pub(crate) paused: AtomicBool,
+    /// The recording is over: pushes are refused and counted.
+    pub(crate) closed: AtomicBool,
+}
+
+impl Intake {
+    /// An intake whose channels each queue at most `queue_capacity`
+    /// messages, all charged to `budget`, stamped by `clock`.
+    pub fn new(
+        queue_capacity: usize,
+        budget: MemoryBudget,
+        clock: Arc<dyn RecordingClock>,
+    ) -> Arc<Intake> {
+        Arc::new(Intake {
+            table: ChannelTable::new(queue_capacity),
+            budget,
+            doorbell: Doorbell::default(),
+            clock,
+            paused: AtomicBool::new(false),
+            closed: AtomicBool::new(false),
+        })
+    }
+
+    /// A sink for one source (or one run of it) with its own liveness.
+    pub fn sink(self: &Arc<Self>) -> SourceSink {
+        SourceSink::new(self.clone())
+    }
+
+    /// The channels.
+    pub fn table(&self) -> &ChannelTable {
+        &self.table
+    }
+
+    /// The memory budget.
+    pub fn budget(&self) -> &MemoryBudget {
+        &self.budget
+    }
+
+    /// The chunker's doorbell.
+    pub fn doorbell(&self) -> &Doorbell {
+        &self.doorbell
+    }
+
+    /// Now on the recording clock.
+    #[inline]
+    pub fn now_ns(&self) -> u64 {
+        self.clock.now_ns()
+    }
+
+    /// Pauses (true) or resumes recording: while paused every push is
+    /// refused with [`crate::Dropped::Paused`] and counted.
+    pub fn set_paused(&self, paused: bool) {
+        self.paused.store(paused, Ordering::Relaxed);
+    }
+
+    /// True while paused.
+    pub fn is_paused(&self) -> bool {
+        self.paused.load(Ordering::Relaxed)
+    }
+
+    /// Ends the intake: from now on every push is refused with
+    /// [`crate::Dropped::Closed`] and counted. The recorder closes it once
+    /// the sources have stopped, before its last drain.
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        self.doorbell.wake();
+    }
+
+    /// True once closed.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// Moves up to `max` of `channel`'s queued messages, oldest first,
+    /// into `out`; returns how many. Each keeps its charge until
+    /// [`release`](Self::release).
+    #[inline]
+    pub fn pop_into(&self, channel: &Channel, out: &mut Vec<Queued>, max: usize) -> usize {
+        channel.queue.pop_into(out, max)
+    }
+
+    /// Messages waiting in every queue.
+    pub fn queued(&self) -> usize {
+        self.table.all().iter().map(|c| c.queue.len()).sum()
+    }
+
+    /// Gives back what a message was charged, once its payload is copied.
+    /// A charge on the shared area may be summed and given back in one
+    /// call to [`MemoryBudget::release`] instead.
+    #[inline]
+    pub fn release(&self, channel: &Channel, charge: Charge) {
+        if charge.reserved {
+            channel
+                .floor_bytes
+                .fetch_sub(charge.bytes, Ordering::AcqRel);
+        }
+        self.budget.release(charge.bytes);
+    }
+
+    /// Hands a copied payload's buffer back to its channel for reuse, if
+    /// it is small enough to be worth keeping.
+    #[inline]
+    pub fn recycle(&self, channel: &Channel, buf: Vec<u8>) {
+        if buf.capacity() <= RETURN_MAX_CAPACITY {
+            let _ = channel.returns.enqueue(buf);
+        }
+    }
+}

@@ -1,0 +1,253 @@
+//! The handle a source registers channels and pushes messages through.
+//!
+//! A push never blocks: a message that finds its channel's queue full, or
+//! no room in the budget for it (see [`crate::budget`] for how the budget
+//! is shared between channels), is refused and counted as dropped on its
+//! channel. The sink is `Clone + Send + Sync`: a source with several
+//! threads, or callbacks on threads it does not own (DDS listeners,
+//! GStreamer pad probes), registers and pushes through any clone, and all
+//! clones see every channel the moment it is registered.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use crate::channel::{Channel, ChannelId, ChannelSpec};
+use crate::clock::coarse_ns;
+use crate::envelope::Envelope;
+use crate::error::RegisterError;
+use crate::intake::Intake;
+use crate::queue::{Charge, Queued};
+use crate::returns::RETURN_MAX_CAPACITY;
+
+/// Why a push did not enter the pipeline.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dropped {
+    /// Neither the shared budget nor the channel's share of the reserve
+    /// has room.
+    Budget,
+    /// This channel's queue is full.
+    QueueFull,
+    /// Recording is paused (storage failed or disk full).
+    Paused,
+    /// The recording has ended.
+    Closed,
+    /// No channel has this id (counted on the table, not a channel).
+    UnknownChannel,
+}
+
+impl Dropped {
+    /// Lower-case name for logs.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Dropped::Budget => "memory budget spent",
+            Dropped::QueueFull => "queue full",
+            Dropped::Paused => "recording paused",
+            Dropped::Closed => "recording ended",
+            Dropped::UnknownChannel => "unknown channel",
+        }
+    }
+}
+
+/// When a source last showed it was alive (a push or
+/// [`SourceSink::alive`]), in ns on the coarse monotonic clock. The
+/// supervisor reads it to tell a stalled source from a quiet one.
+#[derive(Debug, Default)]
+pub struct Liveness {
+    last_ns: AtomicU64,
+}
+
+impl Liveness {
+    /// A liveness stamped now.
+    pub fn new() -> Self {
+        let l = Self::default();
+        l.beat();
+        l
+    }
+    /// Stamps now.
+    #[inline]
+    pub fn beat(&self) {
+        self.last_ns.store(coarse_ns(), Ordering::Relaxed);
+    }
+    /// Time since the last beat.
+    pub fn age(&self) -> std::time::Duration {
+        std::time::Duration::from_nanos(
+            coarse_ns().saturating_sub(self.last_ns.load(Ordering::Relaxed)),
+        )
+    }
+}
+
+/// The handle a source pushes envelopes through.
+#[derive(Clone)]
+pub struct SourceSink {
+    intake: Arc<Intake>,
+    live: Arc<Liveness>,
+}
+
+impl std::fmt::Debug for SourceSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SourceSink")
+            .field("channels", &self.intake.table.len())
+            .finish()
+    }
+}
+
+impl SourceSink {
+    pub(crate) fn new(intake: Arc<Intake>) -> Self {
+        Self {
+            intake,
+            live: Arc::new(Liveness::new()),
+        }
+    }
+
+    /// A sink on the same intake that beats `live`: the supervisor gives
+    /// each run of a source its own.
+    pub fn with_liveness(&self, live: Arc<Liveness>) -> Self {
+        Self {
+            intake: self.intake.clone(),
+            live,
+        }
+    }
+
+    /// Tells the supervisor this source is alive without pushing: a source
+    /// waiting for input (a quiet topic, a camera between frames) calls it
+    /// from its loop at least once per stage deadline. Pushing does the
+    /// same.
+    #[inline]
+    pub fn alive(&self) {
+        self.live.beat();
+    }
+
+    /// Declares a channel and returns its id; see
+    /// [`crate::ChannelTable::register`]. Any clone, any time: the channel
+    /// is known to every clone and to the chunker at once.
+    pub fn register(&self, spec: ChannelSpec) -> Result<ChannelId, RegisterError> {
+        self.intake.table.register(spec)
+    }
+
+    /// An empty buffer with room for `capacity` bytes for a message of
+    /// `channel`: one the pipeline handed back when available, else a new
+    /// one.
+    #[inline]
+    pub fn buffer(&self, channel: ChannelId, capacity: usize) -> Vec<u8> {
+        if capacity <= RETURN_MAX_CAPACITY {
+            if let Some(mut b) = self
+                .intake
+                .table
+                .get(channel)
+                .and_then(|c| c.returns.dequeue())
+            {
+                b.clear();
+                if b.capacity() < capacity {
+                    b.reserve(capacity);
+                }
+                return b;
+            }
+        }
+        Vec::with_capacity(capacity)
+    }
+
+    /// Now on the recording clock.
+    #[inline]
+    pub fn now_ns(&self) -> u64 {
+        self.intake.clock.now_ns()
+    }
+
+    /// True when a message of `bytes` would fit in the shared budget now
+    /// and recording is not paused. A load generator uses it to wait
+    /// instead of offering what would be dropped; real sources just push.
+    #[inline]
+    pub fn has_room(&self, bytes: u64) -> bool {
+        self.alive();
+        !self.intake.is_paused() && self.intake.budget.has_room(bytes)
+    }
+
+    /// Pushes an envelope; never blocks. On failure the message is counted
+    /// as dropped on its channel (or, for an unknown id, on the table) and
+    /// the returned reason says why.
+    #[inline]
+    pub fn push(&self, env: Envelope) -> Result<(), Dropped> {
+        let channel = env.channel;
+        match self.try_push(env) {
+            Ok(()) => Ok(()),
+            Err((why, _)) => {
+                match self.intake.table.get(channel) {
+                    Some(ch) => {
+                        ch.counters.dropped.fetch_add(1, Ordering::Relaxed);
+                    }
+                    None => self.intake.table.count_unknown(),
+                }
+                Err(why)
+            }
+        }
+    }
+
+    /// Like [`push`](Self::push), but a refused envelope is handed back
+    /// and NOT counted as a drop: for a load generator that waits and
+    /// offers it again. A real source uses `push`.
+    #[inline]
+    pub fn try_push(&self, env: Envelope) -> Result<(), (Dropped, Envelope)> {
+        self.alive();
+        let intake = &*self.intake;
+        let Some(ch) = intake.table.get(env.channel) else {
+            return Err((Dropped::UnknownChannel, env));
+        };
+        if intake.paused.load(Ordering::Relaxed) {
+            return Err((Dropped::Paused, env));
+        }
+        if intake.closed.load(Ordering::Relaxed) {
+            return Err((Dropped::Closed, env));
+        }
+        let bytes = env.charge();
+        let charge = match self.admit(ch, bytes) {
+            Some(c) => c,
+            None => return Err((Dropped::Budget, env)),
+        };
+        let len = env.payload.len() as u64;
+        match ch.queue.push(Queued { env, charge }) {
+            Ok(()) => {
+                ch.counters.accepted.fetch_add(1, Ordering::Relaxed);
+                ch.counters.bytes.fetch_add(len, Ordering::Relaxed);
+                intake.doorbell.ring();
+                Ok(())
+            }
+            Err(q) => {
+                intake.release(ch, q.charge);
+                Err((Dropped::QueueFull, q.env))
+            }
+        }
+    }
+
+    /// Charges `bytes` to the shared area, else to the channel's share of
+    /// the reserve (`reserve / channels`), else refuses.
+    #[inline]
+    fn admit(&self, ch: &Channel, bytes: u64) -> Option<Charge> {
+        let budget = &self.intake.budget;
+        if budget.try_reserve(bytes) {
+            return Some(Charge {
+                bytes,
+                reserved: false,
+            });
+        }
+        let share = budget.reserve() / (self.intake.table.len().max(1) as u64);
+        let mut cur = ch.floor_bytes.load(Ordering::Relaxed);
+        loop {
+            if cur.saturating_add(bytes) > share {
+                return None;
+            }
+            match ch.floor_bytes.compare_exchange_weak(
+                cur,
+                cur + bytes,
+                Ordering::AcqRel,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => break,
+                Err(actual) => cur = actual,
+            }
+        }
+        budget.take_reserved(bytes);
+        Some(Charge {
+            bytes,
+            reserved: true,
+        })
+    }
+}
