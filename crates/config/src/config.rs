@@ -5,6 +5,8 @@ use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::units::Time;
+
 const KIB: u64 = 1 << 10;
 const MIB: u64 = 1 << 20;
 const GIB: u64 = 1 << 30;
@@ -454,7 +456,7 @@ pub struct PipelineConfig {
     pub memory_budget: u64,
     /// Compression threads; 0 means one per core. 0 to 64. Default 0.
     pub compressor_threads: usize,
-    /// Envelopes each source's queue holds; a power of two from 64 to
+    /// Messages each channel's queue holds; a power of two from 64 to
     /// 1048576. Default 16384.
     pub queue_capacity: usize,
 }
@@ -470,11 +472,27 @@ impl Default for PipelineConfig {
 }
 
 /// `[sources]`.
-#[derive(Debug, Clone, PartialEq, Default)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct SourcesConfig {
     /// `[[sources.synthetic]]`: generated messages, for demos and for
     /// measuring the recorder without sensors. Default none.
     pub synthetic: Vec<SyntheticChannel>,
+    /// The first restart delay after a source fails; 1 ms to 10 s.
+    /// Default 100 ms.
+    pub restart_backoff_min: Duration,
+    /// The longest restart delay of a source that keeps failing; 100 ms to
+    /// 1 h and at least `restart_backoff_min`. Default 30 s.
+    pub restart_backoff_max: Duration,
+}
+
+impl Default for SourcesConfig {
+    fn default() -> Self {
+        SourcesConfig {
+            synthetic: Vec::new(),
+            restart_backoff_min: Duration::from_millis(100),
+            restart_backoff_max: Duration::from_secs(30),
+        }
+    }
 }
 
 /// One `[[sources.synthetic]]` entry: a topic of generated messages.
@@ -497,6 +515,9 @@ pub struct SyntheticChannel {
     /// Whether the topic is recorded with transient-local (latched) QoS.
     /// Default false.
     pub latched: bool,
+    /// Fault injection, for tests and for checking an installation. Default
+    /// none.
+    pub fault: Option<SourceFault>,
 }
 
 impl SyntheticChannel {
@@ -516,7 +537,54 @@ impl SyntheticChannel {
             payload_size: 0,
             frame_id: Self::DEFAULT_FRAME_ID.to_owned(),
             latched: false,
+            fault: None,
         }
+    }
+}
+
+/// Fault injection for a synthetic source (`sources.synthetic[].fault`).
+///
+/// TOML `"panic-every:DURATION"`, `"error-every:DURATION"` or
+/// `"stall-for:DURATION"`, the duration more than zero. Times count the
+/// source's running time, not the wall clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceFault {
+    /// The source panics every this long of running.
+    PanicEvery(Duration),
+    /// The source returns an error every this long of running.
+    ErrorEvery(Duration),
+    /// After 1 s of running the source stops producing and stops reporting
+    /// liveness for this long.
+    StallFor(Duration),
+}
+
+impl SourceFault {
+    /// The TOML spellings before the `:`, in the order they are listed.
+    pub const KINDS: [&'static str; 3] = ["panic-every", "error-every", "stall-for"];
+
+    /// The TOML spelling before the `:`: `"panic-every"`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            SourceFault::PanicEvery(_) => "panic-every",
+            SourceFault::ErrorEvery(_) => "error-every",
+            SourceFault::StallFor(_) => "stall-for",
+        }
+    }
+
+    /// The duration after the `:`.
+    pub fn duration(&self) -> Duration {
+        match self {
+            SourceFault::PanicEvery(d) | SourceFault::ErrorEvery(d) | SourceFault::StallFor(d) => {
+                *d
+            }
+        }
+    }
+}
+
+impl fmt::Display for SourceFault {
+    /// The TOML spelling: `panic-every:2s`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.kind(), Time(self.duration()))
     }
 }
 
@@ -613,6 +681,10 @@ pub(crate) mod limits {
     pub const SESSION_PREFIX_MAX: usize = 64;
     pub const RATE_MAX_HZ: f64 = 10_000_000.0;
     pub const PAYLOAD_SIZE_MAX: u64 = 64 * MIB;
+    pub const RESTART_BACKOFF_MIN: (Duration, Duration) =
+        (Duration::from_millis(1), Duration::from_secs(10));
+    pub const RESTART_BACKOFF_MAX: (Duration, Duration) =
+        (Duration::from_millis(100), Duration::from_secs(3600));
     pub const SEGMENT_BYTES: (u64, u64) = (16 * MIB, 1 << 40);
     pub const SEGMENT_DURATION: (Duration, Duration) =
         (Duration::from_secs(1), Duration::from_secs(24 * 3600));

@@ -15,8 +15,8 @@ use crate::units::{parse_duration, parse_size, Size, Time, UnitError};
 use crate::{
     ClockConfig, ClockSourceKind, Compression, Config, ConfigError, HealthConfig, LedsConfig,
     McapConfig, MetricsConfig, PipelineConfig, Rate, RecordingConfig, RetentionConfig, RosDistro,
-    SegmentConfig, SourcesConfig, StorageBackend, StorageConfig, SyntheticChannel, SyntheticKind,
-    HEALTH_STATES,
+    SegmentConfig, SourceFault, SourcesConfig, StorageBackend, StorageConfig, SyntheticChannel,
+    SyntheticKind, HEALTH_STATES,
 };
 
 type Result<T> = std::result::Result<T, ConfigError>;
@@ -76,7 +76,7 @@ const MCAP_KEYS: &[&str] = &[
     "chunk_max_age",
 ];
 const PIPELINE_KEYS: &[&str] = &["memory_budget", "compressor_threads", "queue_capacity"];
-const SOURCES_KEYS: &[&str] = &["synthetic"];
+const SOURCES_KEYS: &[&str] = &["synthetic", "restart_backoff_min", "restart_backoff_max"];
 const SYNTHETIC_KEYS: &[&str] = &[
     "topic",
     "type",
@@ -84,6 +84,7 @@ const SYNTHETIC_KEYS: &[&str] = &[
     "payload_size",
     "frame_id",
     "latched",
+    "fault",
 ];
 
 /// Every table and its keys, to say where a key that is in the wrong table
@@ -612,6 +613,15 @@ fn check_budget(
 fn sources(cx: &Cx, table: &Table) -> Result<SourcesConfig> {
     table.check_keys(cx, SOURCES_KEYS)?;
     let mut config = SourcesConfig::default();
+    let backoff_min = table.field("restart_backoff_min");
+    if let Some(field) = &backoff_min {
+        config.restart_backoff_min = cx.duration_in(field, limits::RESTART_BACKOFF_MIN)?;
+    }
+    let backoff_max = table.field("restart_backoff_max");
+    if let Some(field) = &backoff_max {
+        config.restart_backoff_max = cx.duration_in(field, limits::RESTART_BACKOFF_MAX)?;
+    }
+    check_backoff(cx, &config, backoff_min.as_ref(), backoff_max.as_ref())?;
     let Some(field) = table.field("synthetic") else {
         return Ok(config);
     };
@@ -634,6 +644,59 @@ fn sources(cx: &Cx, table: &Table) -> Result<SourcesConfig> {
         config.synthetic.push(channel);
     }
     Ok(config)
+}
+
+/// `sources.restart_backoff_max >= sources.restart_backoff_min`, blamed on
+/// whichever of the two comes later in the file (the one the file sets when
+/// only one is).
+fn check_backoff(
+    cx: &Cx,
+    config: &SourcesConfig,
+    min: Option<&Field>,
+    max: Option<&Field>,
+) -> Result<()> {
+    let (low, high) = (config.restart_backoff_min, config.restart_backoff_max);
+    if high >= low {
+        return Ok(());
+    }
+    let blame_max = match (min, max) {
+        (Some(min), Some(max)) => {
+            max.span().map(|span| span.start) > min.span().map(|span| span.start)
+        }
+        (None, Some(_)) => true,
+        (Some(_), None) => false,
+        // The defaults satisfy the rule, so one of the two is in the file.
+        (None, None) => return Ok(()),
+    };
+    let hint = Some(format!(
+        "raise sources.restart_backoff_max to at least \"{}\" or lower \
+         sources.restart_backoff_min",
+        Time(low)
+    ));
+    match (blame_max, min, max) {
+        (true, _, Some(field)) => Err(cx.at(
+            field,
+            format!(
+                "must be at least sources.restart_backoff_min ({}), got {}",
+                Time(low),
+                Time(high)
+            ),
+            hint,
+        )),
+        (false, Some(field), _) => {
+            let default = if max.is_none() { " (the default)" } else { "" };
+            Err(cx.at(
+                field,
+                format!(
+                    "must be at most sources.restart_backoff_max ({}{default}), got {}",
+                    Time(high),
+                    Time(low)
+                ),
+                hint,
+            ))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// The entries of `synthetic`, written either as `[[sources.synthetic]]`
@@ -705,6 +768,9 @@ fn synthetic<'d>(cx: &Cx, table: &Table<'d>) -> Result<(SyntheticChannel, Field<
     }
     if let Some(field) = table.field("latched") {
         channel.latched = cx.boolean(&field)?;
+    }
+    if let Some(field) = table.field("fault") {
+        channel.fault = Some(cx.fault(&field)?);
     }
     Ok((channel, topic_field))
 }
@@ -1101,6 +1167,47 @@ impl Cx<'_> {
         Err(self.at(field, format!("unknown value `{text}`"), Some(hint)))
     }
 
+    /// `"panic-every:2s"`, `"error-every:2s"` or `"stall-for:5s"`.
+    fn fault(&self, field: &Field) -> Result<SourceFault> {
+        let forms = format!(
+            "faults: {}, with DURATION such as \"2s\" or \"500ms\"",
+            SourceFault::KINDS
+                .map(|kind| format!("{kind}:DURATION"))
+                .join(", ")
+        );
+        let Some(text) = field.item.as_str() else {
+            return Err(self.wrong_type(field, "a string", Some(forms)));
+        };
+        let (kind, duration) = text.split_once(':').unwrap_or((text, ""));
+        let fault = match kind.trim() {
+            "panic-every" => SourceFault::PanicEvery,
+            "error-every" => SourceFault::ErrorEvery,
+            "stall-for" => SourceFault::StallFor,
+            _ => {
+                let hint = match nearest(kind.trim(), SourceFault::KINDS.iter().copied()) {
+                    Some(near) => format!("did you mean `{near}:{}`? ({forms})", duration.trim()),
+                    None => forms,
+                };
+                return Err(self.at(field, format!("unknown fault `{text}`"), Some(hint)));
+            }
+        };
+        let duration = parse_duration(duration).map_err(|err| {
+            let hint = match err.hint {
+                Some(unit_hint) => format!("{unit_hint}; {forms}"),
+                None => forms.clone(),
+            };
+            self.at(field, format!("`{text}`: {}", err.message), Some(hint))
+        })?;
+        if duration.is_zero() {
+            return Err(self.at(
+                field,
+                format!("`{text}`: the duration must be more than 0"),
+                Some(forms),
+            ));
+        }
+        Ok(fault(duration))
+    }
+
     /// Hz as a number, or `"max"`.
     fn rate(&self, field: &Field) -> Result<Rate> {
         let hz = match field.item.as_value() {
@@ -1222,16 +1329,17 @@ mod tests {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../config/edgerec.toml");
         let text = std::fs::read_to_string(path).unwrap();
         let document = toml_edit::Document::parse(text.as_str()).unwrap();
-        for (table, keys) in TABLES.iter().filter(|(t, _)| !t.contains("sources")) {
+        for (table, keys) in TABLES.iter().filter(|(t, _)| !t.starts_with("[[")) {
             let name = table.trim_matches(['[', ']']);
             let section = document[name].as_table().unwrap();
-            // The LED map is board-specific: an example, commented out.
-            for key in keys.iter().filter(|k| **k != "states") {
+            // The LED map is board-specific and the appliance records no
+            // synthetic channels: each is an example, commented out.
+            for key in keys.iter().filter(|k| !["states", "synthetic"].contains(k)) {
                 assert!(section.contains_key(key), "{table} {key} missing");
             }
         }
         assert!(text.contains("\n# [leds.states]\n"));
-        assert!(text.contains("\n# [sources]\n"));
+        assert!(text.contains("\n# [[sources.synthetic]]\n"));
         for key in SYNTHETIC_KEYS {
             assert!(text.contains(&format!("\n# {key} = ")), "{key} missing");
         }

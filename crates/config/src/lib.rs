@@ -61,8 +61,8 @@ use std::path::Path;
 pub use config::{
     ClockConfig, ClockSourceKind, Compression, Config, HealthConfig, LedsConfig, McapConfig,
     MetricsConfig, PipelineConfig, Rate, RecordingConfig, RetentionConfig, RosDistro,
-    SegmentConfig, SourcesConfig, StorageBackend, StorageConfig, SyntheticChannel, SyntheticKind,
-    HEALTH_STATES,
+    SegmentConfig, SourceFault, SourcesConfig, StorageBackend, StorageConfig, SyntheticChannel,
+    SyntheticKind, HEALTH_STATES,
 };
 pub use error::ConfigError;
 pub use units::{parse_duration, parse_size, UnitError};

@@ -29,7 +29,7 @@ fn assert_error(
 
 const STORAGE_KEYS: &str =
     "backend, block_size, queue_depth, sync_interval, preallocate, realtime_priority";
-const SYNTHETIC_KEYS: &str = "topic, type, rate, payload_size, frame_id, latched";
+const SYNTHETIC_KEYS: &str = "topic, type, rate, payload_size, frame_id, latched, fault";
 
 const TWO_CHANNELS: &str = r#"[[sources.synthetic]]
 topic = "/imu"
@@ -734,5 +734,148 @@ fn led_states_and_patterns() {
         Some("leds.states.idle.a/b"),
         "`a/b` is not an LED name",
         Some("use the directory name under /sys/class/leds, e.g. \"status\""),
+    );
+}
+
+const FAULT_FORMS: &str = "faults: panic-every:DURATION, error-every:DURATION, \
+                           stall-for:DURATION, with DURATION such as \"2s\" or \"500ms\"";
+
+#[test]
+fn invalid_fault() {
+    let channel = |fault: &str| {
+        error(&format!(
+            "[[sources.synthetic]]\ntopic = \"/a\"\ntype = \"sensor_msgs/msg/Imu\"\nrate = 1\nfault = {fault}\n"
+        ))
+    };
+    let key = Some("sources.synthetic[0].fault");
+    assert_error(
+        &channel("\"panic:2s\""),
+        (5, 9),
+        key,
+        "unknown fault `panic:2s`",
+        Some(FAULT_FORMS),
+    );
+    assert_error(
+        &channel("\"stall-fr:5s\""),
+        (5, 9),
+        key,
+        "unknown fault `stall-fr:5s`",
+        Some(&format!("did you mean `stall-for:5s`? ({FAULT_FORMS})")),
+    );
+    assert_error(
+        &channel("\"panic-every:0s\""),
+        (5, 9),
+        key,
+        "`panic-every:0s`: the duration must be more than 0",
+        Some(FAULT_FORMS),
+    );
+    assert_error(
+        &channel("\"error-every:-2s\""),
+        (5, 9),
+        key,
+        "`error-every:-2s`: a duration must not be negative",
+        Some(FAULT_FORMS),
+    );
+    assert_error(
+        &channel("\"stall-for:5\""),
+        (5, 9),
+        key,
+        "`stall-for:5`: a duration needs a unit",
+        Some(&format!("write \"5s\" or \"5ms\"; {FAULT_FORMS}")),
+    );
+    assert_error(
+        &channel("\"panic-every\""),
+        (5, 9),
+        key,
+        "`panic-every`: empty duration",
+        Some(&format!(
+            "write a number with a unit, e.g. \"1s\"; {FAULT_FORMS}"
+        )),
+    );
+    assert_error(
+        &channel("2"),
+        (5, 9),
+        key,
+        "expected a string, found an integer",
+        Some(FAULT_FORMS),
+    );
+    assert_eq!(
+        channel("\"panic:2s\"").to_string(),
+        format!(
+            "edgerec.toml:5:9: sources.synthetic[0].fault: unknown fault `panic:2s`; {FAULT_FORMS}"
+        )
+    );
+}
+
+#[test]
+fn restart_backoff_out_of_range() {
+    let err = error("[sources]\nrestart_backoff_min = \"0s\"\n");
+    assert_error(
+        &err,
+        (2, 23),
+        Some("sources.restart_backoff_min"),
+        "must be from 1ms to 10s, got 0s",
+        None,
+    );
+    let err = error("[sources]\nrestart_backoff_max = \"2h\"\n");
+    assert_error(
+        &err,
+        (2, 23),
+        Some("sources.restart_backoff_max"),
+        "must be from 100ms to 1h, got 2h",
+        None,
+    );
+    let err = error("[sources]\nrestart_backoff_max = 30\n");
+    assert_error(
+        &err,
+        (2, 23),
+        Some("sources.restart_backoff_max"),
+        "a duration needs a unit",
+        Some("write \"30s\" or \"30ms\""),
+    );
+}
+
+/// Like memory_budget against chunk_size: the error is on the key written
+/// later, or on the one the file sets when the other is the default.
+#[test]
+fn restart_backoff_max_below_min() {
+    let hint = |min: &str| {
+        format!(
+            "raise sources.restart_backoff_max to at least \"{min}\" or lower \
+             sources.restart_backoff_min"
+        )
+    };
+    let err = error("[sources]\nrestart_backoff_min = \"2s\"\nrestart_backoff_max = \"1s\"\n");
+    assert_error(
+        &err,
+        (3, 23),
+        Some("sources.restart_backoff_max"),
+        "must be at least sources.restart_backoff_min (2s), got 1s",
+        Some(&hint("2s")),
+    );
+    let err = error("[sources]\nrestart_backoff_max = \"1s\"\nrestart_backoff_min = \"2s\"\n");
+    assert_error(
+        &err,
+        (3, 23),
+        Some("sources.restart_backoff_min"),
+        "must be at most sources.restart_backoff_max (1s), got 2s",
+        Some(&hint("2s")),
+    );
+    let err = error("[sources]\nrestart_backoff_max = \"50ms\"\n");
+    assert_error(
+        &err,
+        (2, 23),
+        Some("sources.restart_backoff_max"),
+        "must be from 100ms to 1h, got 50ms",
+        None,
+    );
+    let err =
+        error("[sources]\nrestart_backoff_max = \"150ms\"\nrestart_backoff_min = \"200ms\"\n");
+    assert_error(
+        &err,
+        (3, 23),
+        Some("sources.restart_backoff_min"),
+        "must be at most sources.restart_backoff_max (150ms), got 200ms",
+        Some(&hint("200ms")),
     );
 }

@@ -55,7 +55,11 @@ fn defaults_are_the_documented_values() {
             compressor_threads: 0,
             queue_capacity: 16384,
         },
-        sources: SourcesConfig { synthetic: vec![] },
+        sources: SourcesConfig {
+            synthetic: vec![],
+            restart_backoff_min: Duration::from_millis(100),
+            restart_backoff_max: Duration::from_secs(30),
+        },
         segment: SegmentConfig {
             max_bytes: 1 << 30,
             max_duration: Duration::from_secs(300),
@@ -162,6 +166,7 @@ fn demo_file_records_a_synthetic_vehicle() {
                     true,
                 ),
             ],
+            ..SourcesConfig::default()
         },
         ..Config::default()
     };
@@ -293,5 +298,55 @@ fn led_states_from_the_documented_example() {
             ("edgerec:green".to_owned(), "blink:900/100".to_owned()),
             ("edgerec:red".to_owned(), "blink".to_owned())
         ]
+    );
+}
+
+#[test]
+fn faults_and_restart_backoff() {
+    use edgerec_config::SourceFault;
+    let channel = |fault: &str| {
+        parse(&format!(
+            "[[sources.synthetic]]\ntopic = \"/a\"\ntype = \"sensor_msgs/msg/Imu\"\nrate = 1\nfault = \"{fault}\"\n"
+        ))
+        .sources
+        .synthetic[0]
+            .fault
+    };
+    assert_eq!(
+        channel("panic-every:2s"),
+        Some(SourceFault::PanicEvery(Duration::from_secs(2)))
+    );
+    assert_eq!(
+        channel("error-every:1.5s"),
+        Some(SourceFault::ErrorEvery(Duration::from_millis(1500)))
+    );
+    assert_eq!(
+        channel("stall-for: 5s"),
+        Some(SourceFault::StallFor(Duration::from_secs(5)))
+    );
+    assert_eq!(
+        channel("stall-for:1ns").map(|f| f.to_string()),
+        Some("stall-for:1ns".to_owned())
+    );
+    let config =
+        parse("[[sources.synthetic]]\ntopic = \"/a\"\ntype = \"sensor_msgs/msg/Imu\"\nrate = 1\n");
+    assert_eq!(config.sources.synthetic[0].fault, None);
+
+    // The edges of both ranges, and max equal to min.
+    let config = parse("[sources]\nrestart_backoff_min = \"1ms\"\nrestart_backoff_max = \"1h\"\n");
+    assert_eq!(config.sources.restart_backoff_min, Duration::from_millis(1));
+    assert_eq!(
+        config.sources.restart_backoff_max,
+        Duration::from_secs(3600)
+    );
+    let config = parse("[sources]\nrestart_backoff_min = \"10s\"\nrestart_backoff_max = \"10s\"\n");
+    assert_eq!(
+        config.sources.restart_backoff_min,
+        config.sources.restart_backoff_max
+    );
+    let config = parse("[sources]\nrestart_backoff_max = \"100ms\"\n");
+    assert_eq!(
+        config.sources.restart_backoff_max,
+        Duration::from_millis(100)
     );
 }
