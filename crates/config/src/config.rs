@@ -1,523 +1,179 @@
-//! The validated configuration: plain data with every default filled in,
-//! every value inside its documented range.
+//! The schema: every table of the configuration and every key in it, one
+//! row per key giving its field, docs, default and the rule that reads and
+//! checks it (see `schema.rs` for how a row is read). The structs, their
+//! `Default`, the key lists behind "unknown key" hints and the reading of
+//! each table are all made from these rows; `config/edgerec.toml` documents
+//! the same keys, and a test below holds the two together.
 
-use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::units::Time;
+use crate::checks;
+use crate::readers;
+use crate::schema::{
+    array_of_tables, boolean, bytes, choice, duration, hours, int, mins, ms, non_empty_path, ns,
+    path, power_of_two, power_of_two_size, read, secs, section, size, string, table, us, GIB, KIB,
+    MIB, TIB,
+};
+use crate::values::{
+    ClockSourceKind, Compression, Rate, RosDistro, SourceFault, StorageBackend, SyntheticKind,
+};
 
-const KIB: u64 = 1 << 10;
-const MIB: u64 = 1 << 20;
-const GIB: u64 = 1 << 30;
-
-/// The whole configuration, one field per TOML table.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Config {
-    /// `[recording]`: where sessions go and how they are named.
-    pub recording: RecordingConfig,
-    /// `[storage]`: how segment files reach the disk.
-    pub storage: StorageConfig,
-    /// `[mcap]`: how messages are grouped and compressed in a segment.
-    pub mcap: McapConfig,
-    /// `[pipeline]`: memory and threads between the sources and the disk.
-    pub pipeline: PipelineConfig,
-    /// `[sources]`: what is recorded besides ROS 2 topics.
-    pub sources: SourcesConfig,
-    /// `[segment]`: when a segment file is closed and the next one opened.
-    pub segment: SegmentConfig,
-    /// `[retention]`: how much of the disk recordings may use.
-    pub retention: RetentionConfig,
-    /// `[clock]`: the recording clock and how its quality is judged.
-    pub clock: ClockConfig,
-    /// `[health]`: watchdog, fault file, status socket and what the
-    /// recording carries about the recorder itself.
-    pub health: HealthConfig,
-    /// `[metrics]`: where GPU, thermal, CPU and disk figures are read.
-    pub metrics: MetricsConfig,
-    /// `[leds]`: which LEDs show which health state.
-    pub leds: LedsConfig,
-}
-
-/// `[clock]`: where log times come from and when the clock counts as
-/// locked. Recording never waits for the clock; data recorded while it is
-/// not locked is flagged in the recording.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ClockConfig {
-    /// Clock that stamps log times. Default realtime.
-    pub source: ClockSourceKind,
-    /// PTP hardware clock: a device path (`/dev/ptp0`) or a network
-    /// interface name (`eth0`). Required when `source` is `phc`; with the
-    /// other sources it is monitored (PHC-to-system offset). Empty = none.
-    pub phc: String,
-    /// ptp4l's management socket (`uds_address`); empty = do not query
-    /// ptp4l. Default `/var/run/ptp4l`.
-    pub ptp4l_socket: PathBuf,
-    /// PTP domain of the ptp4l instance. Default 0.
-    pub domain: u8,
-    /// How often the clock's state is read; 100 ms to 60 s. Default 1 s.
-    pub poll_interval: Duration,
-    /// Largest |offset| that counts as locked; 1 ns to 1 s. Default 1 us.
-    pub lock_threshold: Duration,
-    /// How long the offset must stay below the threshold before the clock
-    /// counts as locked; 0 to 1 h. Default 10 s.
-    pub lock_time: Duration,
-    /// How long after the grandmaster is lost the clock is in holdover
-    /// before it counts as unlocked; 0 to 24 h. Default 60 s.
-    pub holdover_max: Duration,
-}
-
-impl Default for ClockConfig {
-    fn default() -> Self {
-        ClockConfig {
-            source: ClockSourceKind::Realtime,
-            phc: String::new(),
-            ptp4l_socket: PathBuf::from("/var/run/ptp4l"),
-            domain: 0,
-            poll_interval: Duration::from_secs(1),
-            lock_threshold: Duration::from_micros(1),
-            lock_time: Duration::from_secs(10),
-            holdover_max: Duration::from_secs(60),
-        }
+section! {
+    /// The whole configuration, one field per TOML table.
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct Config with Default {
+        /// `[recording]`: where sessions go and how they are named.
+        recording: RecordingConfig = RecordingConfig::default(), table();
+        /// `[storage]`: how segment files reach the disk.
+        storage: StorageConfig = StorageConfig::default(), table();
+        /// `[mcap]`: how messages are grouped and compressed in a segment.
+        mcap: McapConfig = McapConfig::default(), table();
+        /// `[pipeline]`: memory and threads between the sources and the disk.
+        pipeline: PipelineConfig = PipelineConfig::default(), table(),
+            then checks::memory_budget_holds_chunks;
+        /// `[sources]`: what is recorded besides ROS 2 topics.
+        sources: SourcesConfig = SourcesConfig::default(), table();
+        /// `[segment]`: when a segment file is closed and the next one opened.
+        segment: SegmentConfig = SegmentConfig::default(), table();
+        /// `[retention]`: how much of the disk recordings may use.
+        retention: RetentionConfig = RetentionConfig::default(), table();
+        /// `[clock]`: the recording clock and how its quality is judged.
+        clock: ClockConfig = ClockConfig::default(), table();
+        /// `[health]`: watchdog, fault file, status socket and what the
+        /// recording carries about the recorder itself.
+        health: HealthConfig = HealthConfig::default(), table();
+        /// `[metrics]`: where GPU, thermal, CPU and disk figures are read.
+        metrics: MetricsConfig = MetricsConfig::default(), table();
+        /// `[leds]`: which LEDs show which health state.
+        leds: LedsConfig = LedsConfig::default(), table();
     }
 }
 
-/// The recording clock; TOML `"realtime"`, `"tai"` or `"phc"`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ClockSourceKind {
-    /// CLOCK_REALTIME, which phc2sys disciplines on the appliance.
-    #[default]
-    Realtime,
-    /// CLOCK_TAI: realtime plus the kernel's TAI offset.
-    Tai,
-    /// The PTP hardware clock named by `clock.phc`, read directly.
-    Phc,
-}
-
-impl ClockSourceKind {
-    /// Every source, in the order the TOML spellings are listed.
-    pub const ALL: [ClockSourceKind; 3] = [
-        ClockSourceKind::Realtime,
-        ClockSourceKind::Tai,
-        ClockSourceKind::Phc,
-    ];
-
-    /// The TOML spelling.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            ClockSourceKind::Realtime => "realtime",
-            ClockSourceKind::Tai => "tai",
-            ClockSourceKind::Phc => "phc",
-        }
+section! {
+    /// `[recording]`.
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct RecordingConfig with Default {
+        /// Directory that holds one rosbag2 bag directory per session.
+        /// Default `/data/edgerec/recordings`.
+        root: PathBuf = PathBuf::from("/data/edgerec/recordings"), non_empty_path();
+        /// First part of each session's name; `[A-Za-z0-9_-]{1,64}`.
+        /// Default `edgerec`.
+        session_prefix: String = "edgerec".to_owned(), read(readers::session_prefix);
+        /// ROS 2 distribution written into the bag's metadata. Default Humble.
+        ros_distro: RosDistro = RosDistro::Humble, choice(&RosDistro::ALL, RosDistro::as_str);
     }
 }
 
-/// `[health]`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct HealthConfig {
-    /// Hardware watchdog device; empty = none. Default `/dev/watchdog0`.
-    pub watchdog: PathBuf,
-    /// Watchdog timeout set by ioctl; 1 s to 10 min. Default 10 s.
-    pub watchdog_timeout: Duration,
-    /// How long a stage (storage, a source, the clock monitor, the control
-    /// loop) may go without progress before it counts as stalled and the
-    /// watchdogs stop being fed; 500 ms to 10 min, below the timeout.
-    /// Default 5 s.
-    pub stage_deadline: Duration,
-    /// Where the stalled stage is written before the reset comes. Default
-    /// `/data/edgerec/last-fault.json`.
-    pub fault_file: PathBuf,
-    /// Unix socket serving the status snapshot (`edgerec status`); empty =
-    /// none. Default `/run/edgerec/status.sock`.
-    pub status_socket: PathBuf,
-    /// Write the status snapshot into the recording as `/edgerec/status`
-    /// (std_msgs/String, JSON) at 1 Hz. Default true.
-    pub record_status: bool,
-    /// Write the clock's quality into the recording as `/edgerec/clock` at
-    /// the clock's poll interval. Default true.
-    pub record_clock: bool,
-    /// Prometheus text endpoint (`127.0.0.1:9464`); empty = off (default).
-    pub prometheus: String,
-    /// Free space, in percent of the file system, below which the health
-    /// is degraded ("disk low"); 0 to 90. Default 10.
-    pub disk_low_percent: u8,
-    /// Drops within this window make the health degraded; 1 s to 1 h.
-    /// Default 10 s.
-    pub drops_window: Duration,
-}
-
-impl Default for HealthConfig {
-    fn default() -> Self {
-        HealthConfig {
-            watchdog: PathBuf::from("/dev/watchdog0"),
-            watchdog_timeout: Duration::from_secs(10),
-            stage_deadline: Duration::from_secs(5),
-            fault_file: PathBuf::from("/data/edgerec/last-fault.json"),
-            status_socket: PathBuf::from("/run/edgerec/status.sock"),
-            record_status: true,
-            record_clock: true,
-            prometheus: String::new(),
-            disk_low_percent: 10,
-            drops_window: Duration::from_secs(10),
-        }
+section! {
+    /// `[storage]`.
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct StorageConfig with Default {
+        /// Kernel interface used to write. Default [`StorageBackend::Auto`].
+        backend: StorageBackend = StorageBackend::Auto,
+            choice(&StorageBackend::ALL, StorageBackend::as_str);
+        /// Bytes per write; a power of two from 4 KiB to 64 MiB. Default 1 MiB.
+        block_size: u64 = MIB, power_of_two_size(4 * KIB..=64 * MIB);
+        /// Writes in flight at once; 1 to 128. Default 8.
+        queue_depth: u32 = 8, int(1..=128);
+        /// Longest time written data may wait before it is made durable;
+        /// 10 ms to 60 s. Default 1 s.
+        sync_interval: Duration = secs(1), duration(ms(10)..=secs(60));
+        /// Bytes reserved ahead of the write position; 0 (off) or from
+        /// `block_size` to 64 GiB. Default 256 MiB.
+        preallocate: u64 = 256 * MIB, readers::preallocate(64 * GIB);
+        /// SCHED_FIFO priority of the storage stage's threads (the sequencer
+        /// that feeds the file and the I/O thread that owns the ring); 0 (off:
+        /// normal scheduling) or 1 to 99. Default 0.
+        realtime_priority: u8 = 0, int(0..=99);
     }
 }
 
-/// `[metrics]`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct MetricsConfig {
-    /// Ask NVML (libnvidia-ml.so.1) first; the Tegra sysfs answers where it
-    /// does not. Default true.
-    pub nvml: bool,
-    /// Root of sysfs; tests point it at a fixture tree. Default `/sys`.
-    pub sys_root: PathBuf,
-    /// Root of procfs. Default `/proc`.
-    pub proc_root: PathBuf,
-}
-
-impl Default for MetricsConfig {
-    fn default() -> Self {
-        MetricsConfig {
-            nvml: true,
-            sys_root: PathBuf::from("/sys"),
-            proc_root: PathBuf::from("/proc"),
-        }
+section! {
+    /// `[mcap]`.
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct McapConfig with Default {
+        /// Uncompressed bytes at which a chunk is closed; 64 KiB to 256 MiB.
+        /// Default 4 MiB.
+        chunk_size: u64 = 4 * MIB, size(64 * KIB..=256 * MIB);
+        /// Chunk compression. Default [`Compression::None`].
+        compression: Compression = Compression::None,
+            choice(&Compression::ALL, Compression::as_str);
+        /// zstd level, 1 to 19; ignored by lz4 and none. Default 3.
+        compression_level: i32 = 3, readers::zstd_level(1..=19);
+        /// Age at which a chunk is closed even if not full; bounds the data not
+        /// yet on disk. 10 ms to 10 s. Default 500 ms.
+        chunk_max_age: Duration = ms(500), duration(ms(10)..=secs(10));
     }
 }
 
-/// `[leds]`: for each health state, the LEDs to set and how.
-#[derive(Debug, Clone, PartialEq)]
-pub struct LedsConfig {
-    /// The LED class directory. Default `/sys/class/leds`.
-    pub sysfs_root: PathBuf,
-    /// `[leds.states]`: state name -> [(LED name, pattern)], in file
-    /// order. Patterns: "off", "on", "blink", "blink-fast",
-    /// "blink:ON_MS/OFF_MS". Empty by default: the board's configuration
-    /// names its LEDs.
-    pub states: Vec<(String, Vec<(String, String)>)>,
-}
-
-impl Default for LedsConfig {
-    fn default() -> Self {
-        LedsConfig {
-            sysfs_root: PathBuf::from("/sys/class/leds"),
-            states: Vec::new(),
-        }
+section! {
+    /// `[pipeline]`.
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct PipelineConfig with Default {
+        /// Bytes all queued and in-flight messages and chunks may hold together;
+        /// 16 MiB to 64 GiB and at least 4 × `mcap.chunk_size`. Default 256 MiB.
+        memory_budget: u64 = 256 * MIB, size(16 * MIB..=64 * GIB);
+        /// Compression threads; 0 means one per core. 0 to 64. Default 0.
+        compressor_threads: usize = 0, int(0..=64);
+        /// Messages each channel's queue holds; a power of two from 64 to
+        /// 1048576. Default 16384.
+        queue_capacity: usize = 16384, power_of_two(64..=1 << 20);
     }
 }
 
-/// Health state names `[leds.states]` accepts.
-pub const HEALTH_STATES: [&str; 6] = [
-    "booting",
-    "idle",
-    "recording",
-    "degraded",
-    "fault",
-    "disk-full",
-];
-
-/// `[segment]`: a segment is split when any limit is reached.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SegmentConfig {
-    /// Bytes at which a segment is closed; 16 MiB to 1 TiB. Default 1 GiB.
-    pub max_bytes: u64,
-    /// Age (by log time) at which a segment is closed; 1 s to 24 h.
-    /// Default 5 min.
-    pub max_duration: Duration,
-    /// Messages at which a segment is closed; 0 = no limit (default).
-    pub max_messages: u64,
-}
-
-impl Default for SegmentConfig {
-    fn default() -> Self {
-        SegmentConfig {
-            max_bytes: GIB,
-            max_duration: Duration::from_secs(300),
-            max_messages: 0,
-        }
+section! {
+    /// `[sources]`.
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct SourcesConfig with Default {
+        /// The first restart delay after a source fails; 1 ms to 10 s.
+        /// Default 100 ms.
+        restart_backoff_min: Duration = ms(100), duration(ms(1)..=secs(10));
+        /// The longest restart delay of a source that keeps failing; 100 ms to
+        /// 1 h and at least `restart_backoff_min`. Default 30 s.
+        restart_backoff_max: Duration = secs(30), duration(ms(100)..=hours(1)),
+            then checks::restart_backoff_in_order;
+        /// `[[sources.synthetic]]`: generated messages, for demos and for
+        /// measuring the recorder without sensors. Default none.
+        synthetic: Vec<SyntheticChannel> = Vec::new(),
+            array_of_tables("channel", checks::unique_topic);
     }
 }
 
-/// `[retention]`: the oldest closed, unprotected segments are deleted
-/// before a limit is crossed; when nothing can be deleted, recording pauses.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RetentionConfig {
-    /// Most bytes all sessions under the root may hold; 0 = no cap
-    /// (default).
-    pub max_total_bytes: u64,
-    /// Free bytes to keep on the recordings' file system. Default 4 GiB.
-    pub min_free_bytes: u64,
-    /// Free space to keep, in percent of the file system; the larger of
-    /// this and `min_free_bytes` applies. 0 to 50. Default 5.
-    pub min_free_percent: u8,
-}
-
-impl Default for RetentionConfig {
-    fn default() -> Self {
-        RetentionConfig {
-            max_total_bytes: 0,
-            min_free_bytes: 4 * GIB,
-            min_free_percent: 5,
-        }
+// A required key's default only fills the struct until the key is read.
+section! {
+    /// One `[[sources.synthetic]]` entry: a topic of generated messages.
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct SyntheticChannel {
+        /// ROS 2 topic name, fully qualified (`/imu/data`); unique among the
+        /// synthetic channels. Required.
+        topic: String = String::new(), read(readers::topic),
+            required "add topic = \"/name\", a fully qualified ROS 2 topic name";
+        /// Message type; TOML key `type`. Required.
+        kind as "type": SyntheticKind = SyntheticKind::Imu,
+            choice(&SyntheticKind::ALL, SyntheticKind::ros_type),
+            required format!(
+                "add type = \"{}\" (types: {})",
+                SyntheticKind::Imu.ros_type(),
+                SyntheticKind::ALL.map(|kind| kind.ros_type()).join(", ")
+            );
+        /// Messages per second. Required.
+        rate: Rate = Rate::Max, readers::rate(10_000_000.0),
+            required "add rate = 10 (in Hz) or rate = \"max\"";
+        /// Bytes in the message's data field (PointCloud2, Image, String); 0
+        /// means the type's natural size; at most 64 MiB. Ignored for Imu, whose
+        /// size is fixed. Default 0.
+        payload_size: u64 = 0, size(0..=64 * MIB);
+        /// `header.frame_id` of the generated messages. Default
+        /// `edgerec_synthetic`.
+        frame_id: String = SyntheticChannel::DEFAULT_FRAME_ID.to_owned(), string();
+        /// Whether the topic is recorded with transient-local (latched) QoS.
+        /// Default false.
+        latched: bool = false, boolean();
+        /// Fault injection, for tests and for checking an installation. Default
+        /// none.
+        fault: Option<SourceFault> = None, read(readers::fault);
     }
-}
-
-/// `[recording]`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RecordingConfig {
-    /// Directory that holds one rosbag2 bag directory per session.
-    /// Default `/data/edgerec/recordings`.
-    pub root: PathBuf,
-    /// First part of each session's name; `[A-Za-z0-9_-]{1,64}`.
-    /// Default `edgerec`.
-    pub session_prefix: String,
-    /// ROS 2 distribution written into the bag's metadata. Default Humble.
-    pub ros_distro: RosDistro,
-}
-
-impl Default for RecordingConfig {
-    fn default() -> Self {
-        RecordingConfig {
-            root: PathBuf::from("/data/edgerec/recordings"),
-            session_prefix: "edgerec".to_owned(),
-            ros_distro: RosDistro::Humble,
-        }
-    }
-}
-
-/// ROS 2 distribution; TOML `"humble"` or `"jazzy"`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum RosDistro {
-    /// Humble Hawksbill (Ubuntu 22.04, JetPack 6).
-    #[default]
-    Humble,
-    /// Jazzy Jalisco (Ubuntu 24.04).
-    Jazzy,
-}
-
-impl RosDistro {
-    /// Every distribution, in the order the TOML spellings are listed.
-    pub const ALL: [RosDistro; 2] = [RosDistro::Humble, RosDistro::Jazzy];
-
-    /// The TOML spelling, also the name ROS 2 uses: `"humble"`.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            RosDistro::Humble => "humble",
-            RosDistro::Jazzy => "jazzy",
-        }
-    }
-}
-
-impl fmt::Display for RosDistro {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// `[storage]`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct StorageConfig {
-    /// Kernel interface used to write. Default [`StorageBackend::Auto`].
-    pub backend: StorageBackend,
-    /// Bytes per write; a power of two from 4 KiB to 64 MiB. Default 1 MiB.
-    pub block_size: u64,
-    /// Writes in flight at once; 1 to 128. Default 8.
-    pub queue_depth: u32,
-    /// Longest time written data may wait before it is made durable;
-    /// 10 ms to 60 s. Default 1 s.
-    pub sync_interval: Duration,
-    /// Bytes reserved ahead of the write position; 0 (off) or from
-    /// `block_size` to 64 GiB. Default 256 MiB.
-    pub preallocate: u64,
-    /// SCHED_FIFO priority of the storage stage's threads (the sequencer
-    /// that feeds the file and the I/O thread that owns the ring); 0 (off:
-    /// normal scheduling) or 1 to 99. Default 0.
-    pub realtime_priority: u8,
-}
-
-impl Default for StorageConfig {
-    fn default() -> Self {
-        StorageConfig {
-            backend: StorageBackend::Auto,
-            block_size: MIB,
-            queue_depth: 8,
-            sync_interval: Duration::from_secs(1),
-            preallocate: 256 * MIB,
-            realtime_priority: 0,
-        }
-    }
-}
-
-/// Kernel interface for writing segments; TOML `"auto"`, `"io_uring"`,
-/// `"pwrite_direct"` or `"buffered"`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum StorageBackend {
-    /// The fastest the kernel and file system offer, probed at start.
-    #[default]
-    Auto,
-    /// io_uring with O_DIRECT.
-    IoUring,
-    /// pwrite(2) with O_DIRECT.
-    PwriteDirect,
-    /// pwrite(2) through the page cache.
-    Buffered,
-}
-
-impl StorageBackend {
-    /// Every backend, in the order the TOML spellings are listed.
-    pub const ALL: [StorageBackend; 4] = [
-        StorageBackend::Auto,
-        StorageBackend::IoUring,
-        StorageBackend::PwriteDirect,
-        StorageBackend::Buffered,
-    ];
-
-    /// The TOML spelling: `"io_uring"`.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            StorageBackend::Auto => "auto",
-            StorageBackend::IoUring => "io_uring",
-            StorageBackend::PwriteDirect => "pwrite_direct",
-            StorageBackend::Buffered => "buffered",
-        }
-    }
-}
-
-impl fmt::Display for StorageBackend {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// `[mcap]`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct McapConfig {
-    /// Uncompressed bytes at which a chunk is closed; 64 KiB to 256 MiB.
-    /// Default 4 MiB.
-    pub chunk_size: u64,
-    /// Chunk compression. Default [`Compression::None`].
-    pub compression: Compression,
-    /// zstd level, 1 to 19; ignored by lz4 and none. Default 3.
-    pub compression_level: i32,
-    /// Age at which a chunk is closed even if not full; bounds the data not
-    /// yet on disk. 10 ms to 10 s. Default 500 ms.
-    pub chunk_max_age: Duration,
-}
-
-impl Default for McapConfig {
-    fn default() -> Self {
-        McapConfig {
-            chunk_size: 4 * MIB,
-            compression: Compression::None,
-            compression_level: 3,
-            chunk_max_age: Duration::from_millis(500),
-        }
-    }
-}
-
-/// Chunk compression; TOML `"none"`, `"lz4"` or `"zstd"`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum Compression {
-    /// Chunks stored as they are.
-    #[default]
-    None,
-    /// LZ4 frames: fast, modest ratio.
-    Lz4,
-    /// Zstandard at [`McapConfig::compression_level`].
-    Zstd,
-}
-
-impl Compression {
-    /// Every compression, in the order the TOML spellings are listed.
-    pub const ALL: [Compression; 3] = [Compression::None, Compression::Lz4, Compression::Zstd];
-
-    /// The TOML spelling, also MCAP's name for it except for none (MCAP
-    /// writes an empty string): `"zstd"`.
-    pub fn as_str(&self) -> &'static str {
-        match self {
-            Compression::None => "none",
-            Compression::Lz4 => "lz4",
-            Compression::Zstd => "zstd",
-        }
-    }
-}
-
-impl fmt::Display for Compression {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-/// `[pipeline]`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PipelineConfig {
-    /// Bytes all queued and in-flight messages and chunks may hold together;
-    /// 16 MiB to 64 GiB and at least 4 × `mcap.chunk_size`. Default 256 MiB.
-    pub memory_budget: u64,
-    /// Compression threads; 0 means one per core. 0 to 64. Default 0.
-    pub compressor_threads: usize,
-    /// Messages each channel's queue holds; a power of two from 64 to
-    /// 1048576. Default 16384.
-    pub queue_capacity: usize,
-}
-
-impl Default for PipelineConfig {
-    fn default() -> Self {
-        PipelineConfig {
-            memory_budget: 256 * MIB,
-            compressor_threads: 0,
-            queue_capacity: 16384,
-        }
-    }
-}
-
-/// `[sources]`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SourcesConfig {
-    /// `[[sources.synthetic]]`: generated messages, for demos and for
-    /// measuring the recorder without sensors. Default none.
-    pub synthetic: Vec<SyntheticChannel>,
-    /// The first restart delay after a source fails; 1 ms to 10 s.
-    /// Default 100 ms.
-    pub restart_backoff_min: Duration,
-    /// The longest restart delay of a source that keeps failing; 100 ms to
-    /// 1 h and at least `restart_backoff_min`. Default 30 s.
-    pub restart_backoff_max: Duration,
-}
-
-impl Default for SourcesConfig {
-    fn default() -> Self {
-        SourcesConfig {
-            synthetic: Vec::new(),
-            restart_backoff_min: Duration::from_millis(100),
-            restart_backoff_max: Duration::from_secs(30),
-        }
-    }
-}
-
-/// One `[[sources.synthetic]]` entry: a topic of generated messages.
-#[derive(Debug, Clone, PartialEq)]
-pub struct SyntheticChannel {
-    /// ROS 2 topic name, fully qualified (`/imu/data`); unique among the
-    /// synthetic channels. Required.
-    pub topic: String,
-    /// Message type; TOML key `type`. Required.
-    pub kind: SyntheticKind,
-    /// Messages per second. Required.
-    pub rate: Rate,
-    /// Bytes in the message's data field (PointCloud2, Image, String); 0
-    /// means the type's natural size; at most 64 MiB. Ignored for Imu, whose
-    /// size is fixed. Default 0.
-    pub payload_size: u64,
-    /// `header.frame_id` of the generated messages. Default
-    /// `edgerec_synthetic`.
-    pub frame_id: String,
-    /// Whether the topic is recorded with transient-local (latched) QoS.
-    /// Default false.
-    pub latched: bool,
-    /// Fault injection, for tests and for checking an installation. Default
-    /// none.
-    pub fault: Option<SourceFault>,
 }
 
 impl SyntheticChannel {
@@ -534,175 +190,259 @@ impl SyntheticChannel {
             topic: topic.into(),
             kind,
             rate,
-            payload_size: 0,
-            frame_id: Self::DEFAULT_FRAME_ID.to_owned(),
-            latched: false,
-            fault: None,
+            ..Self::seed()
         }
     }
 }
 
-/// Fault injection for a synthetic source (`sources.synthetic[].fault`).
-///
-/// TOML `"panic-every:DURATION"`, `"error-every:DURATION"` or
-/// `"stall-for:DURATION"`, the duration more than zero. Times count the
-/// source's running time, not the wall clock.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SourceFault {
-    /// The source panics every this long of running.
-    PanicEvery(Duration),
-    /// The source returns an error every this long of running.
-    ErrorEvery(Duration),
-    /// After 1 s of running the source stops producing and stops reporting
-    /// liveness for this long.
-    StallFor(Duration),
+section! {
+    /// `[segment]`: a segment is split when any limit is reached.
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct SegmentConfig with Default {
+        /// Bytes at which a segment is closed; 16 MiB to 1 TiB. Default 1 GiB.
+        max_bytes: u64 = GIB, size(16 * MIB..=TIB);
+        /// Age (by log time) at which a segment is closed; 1 s to 24 h.
+        /// Default 5 min.
+        max_duration: Duration = mins(5), duration(secs(1)..=hours(24));
+        /// Messages at which a segment is closed; 0 = no limit (default).
+        max_messages: u64 = 0, int(0..=i64::MAX as u64);
+    }
 }
 
-impl SourceFault {
-    /// The TOML spellings before the `:`, in the order they are listed.
-    pub const KINDS: [&'static str; 3] = ["panic-every", "error-every", "stall-for"];
+section! {
+    /// `[retention]`: the oldest closed, unprotected segments are deleted
+    /// before a limit is crossed; when nothing can be deleted, recording pauses.
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct RetentionConfig with Default {
+        /// Most bytes all sessions under the root may hold; 0 = no cap
+        /// (default).
+        max_total_bytes: u64 = 0, bytes();
+        /// Free bytes to keep on the recordings' file system. Default 4 GiB.
+        min_free_bytes: u64 = 4 * GIB, bytes();
+        /// Free space to keep, in percent of the file system; the larger of
+        /// this and `min_free_bytes` applies. 0 to 50. Default 5.
+        min_free_percent: u8 = 5, int(0..=50);
+    }
+}
 
-    /// The TOML spelling before the `:`: `"panic-every"`.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            SourceFault::PanicEvery(_) => "panic-every",
-            SourceFault::ErrorEvery(_) => "error-every",
-            SourceFault::StallFor(_) => "stall-for",
-        }
+section! {
+    /// `[clock]`: where log times come from and when the clock counts as
+    /// locked. Recording never waits for the clock; data recorded while it is
+    /// not locked is flagged in the recording.
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct ClockConfig with Default {
+        /// Clock that stamps log times. Default realtime.
+        source: ClockSourceKind = ClockSourceKind::Realtime,
+            choice(&ClockSourceKind::ALL, ClockSourceKind::as_str);
+        /// PTP hardware clock: a device path (`/dev/ptp0`) or a network
+        /// interface name (`eth0`). Required when `source` is `phc`; with the
+        /// other sources it is monitored (PHC-to-system offset). Empty = none.
+        phc: String = String::new(), string();
+        /// ptp4l's management socket (`uds_address`); empty = do not query
+        /// ptp4l. Default `/var/run/ptp4l`.
+        ptp4l_socket: PathBuf = PathBuf::from("/var/run/ptp4l"), path();
+        /// PTP domain of the ptp4l instance. Default 0.
+        domain: u8 = 0, int(0..=255);
+        /// How often the clock's state is read; 100 ms to 60 s. Default 1 s.
+        poll_interval: Duration = secs(1), duration(ms(100)..=secs(60));
+        /// Largest |offset| that counts as locked; 1 ns to 1 s. Default 1 us.
+        lock_threshold: Duration = us(1), duration(ns(1)..=secs(1));
+        /// How long the offset must stay below the threshold before the clock
+        /// counts as locked; 0 to 1 h. Default 10 s.
+        lock_time: Duration = secs(10), duration(Duration::ZERO..=hours(1));
+        /// How long after the grandmaster is lost the clock is in holdover
+        /// before it counts as unlocked; 0 to 24 h. Default 60 s.
+        holdover_max: Duration = secs(60), duration(Duration::ZERO..=hours(24));
+    }
+    check checks::phc_source_has_a_clock;
+}
+
+section! {
+    /// `[health]`.
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct HealthConfig with Default {
+        /// Hardware watchdog device; empty = none. Default `/dev/watchdog0`.
+        watchdog: PathBuf = PathBuf::from("/dev/watchdog0"), path();
+        /// Watchdog timeout set by ioctl; 1 s to 10 min. Default 10 s.
+        watchdog_timeout: Duration = secs(10), readers::watchdog_timeout(secs(1)..=mins(10));
+        /// How long a stage (storage, a source, the clock monitor, the control
+        /// loop) may go without progress before it counts as stalled and the
+        /// watchdogs stop being fed; 500 ms to 10 min, below the timeout.
+        /// Default 5 s.
+        //
+        // Stages beat at least every 100 ms (the control loop wakes that
+        // often); half a second leaves room for a loaded machine.
+        stage_deadline: Duration = secs(5), duration(ms(500)..=mins(10)),
+            then checks::stage_deadline_below_timeout;
+        /// Where the stalled stage is written before the reset comes. Default
+        /// `/data/edgerec/last-fault.json`.
+        fault_file: PathBuf = PathBuf::from("/data/edgerec/last-fault.json"), path();
+        /// Unix socket serving the status snapshot (`edgerec status`); empty =
+        /// none. Default `/run/edgerec/status.sock`.
+        status_socket: PathBuf = PathBuf::from("/run/edgerec/status.sock"), path();
+        /// Write the status snapshot into the recording as `/edgerec/status`
+        /// (std_msgs/String, JSON) at 1 Hz. Default true.
+        record_status: bool = true, boolean();
+        /// Write the clock's quality into the recording as `/edgerec/clock` at
+        /// the clock's poll interval. Default true.
+        record_clock: bool = true, boolean();
+        /// Prometheus text endpoint (`127.0.0.1:9464`); empty = off (default).
+        prometheus: String = String::new(), read(readers::socket_address);
+        /// Free space, in percent of the file system, below which the health
+        /// is degraded ("disk low"); 0 to 90. Default 10.
+        disk_low_percent: u8 = 10, int(0..=90);
+        /// Drops within this window make the health degraded; 1 s to 1 h.
+        /// Default 10 s.
+        drops_window: Duration = secs(10), duration(secs(1)..=hours(1));
+    }
+}
+
+section! {
+    /// `[metrics]`.
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct MetricsConfig with Default {
+        /// Ask NVML (libnvidia-ml.so.1) first; the Tegra sysfs answers where it
+        /// does not. Default true.
+        nvml: bool = true, boolean();
+        /// Root of sysfs; tests point it at a fixture tree. Default `/sys`.
+        sys_root: PathBuf = PathBuf::from("/sys"), non_empty_path();
+        /// Root of procfs. Default `/proc`.
+        proc_root: PathBuf = PathBuf::from("/proc"), non_empty_path();
+    }
+}
+
+section! {
+    /// `[leds]`: for each health state, the LEDs to set and how.
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct LedsConfig with Default {
+        /// The LED class directory. Default `/sys/class/leds`.
+        sysfs_root: PathBuf = PathBuf::from("/sys/class/leds"), non_empty_path();
+        /// `[leds.states]`: state name -> [(LED name, pattern)], in file
+        /// order. Patterns: "off", "on", "blink", "blink-fast",
+        /// "blink:ON_MS/OFF_MS". Empty by default: the board's configuration
+        /// names its LEDs.
+        states: Vec<(String, Vec<(String, String)>)> = Vec::new(), read(readers::led_states);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use toml_edit::{Item, TableLike};
+
+    use crate::schema::tables;
+    use crate::Config;
+
+    fn appliance_file() -> String {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../config/edgerec.toml");
+        std::fs::read_to_string(path).unwrap()
     }
 
-    /// The duration after the `:`.
-    pub fn duration(&self) -> Duration {
-        match self {
-            SourceFault::PanicEvery(d) | SourceFault::ErrorEvery(d) | SourceFault::StallFor(d) => {
-                *d
+    /// The table at the dotted `path` of the document, if it is one.
+    fn table_at<'d>(
+        document: &'d toml_edit::Document<&str>,
+        path: &str,
+    ) -> Option<&'d dyn TableLike> {
+        path.split('.')
+            .try_fold(document.as_table() as &dyn TableLike, |table, part| {
+                table.get(part).and_then(Item::as_table_like)
+            })
+    }
+
+    /// config/edgerec.toml is the documentation of every key: each key the
+    /// schema defines is set there to its default, or, where it holds
+    /// tables (`[leds.states]`, `[[sources.synthetic]]`), shown in a
+    /// commented-out example.
+    #[test]
+    fn appliance_file_sets_every_key_to_its_default() {
+        let text = appliance_file();
+        let document = toml_edit::Document::parse(text.as_str()).unwrap();
+        let tables = tables();
+        // Guards the loop against checking nothing: the twelve tables of
+        // today, and more to come.
+        assert!(tables.len() >= 12, "{tables:?}");
+        for table in tables.iter().filter(|t| !t.name.starts_with("[[")) {
+            let path = table.name.trim_matches(['[', ']']);
+            let section = table_at(&document, path)
+                .unwrap_or_else(|| panic!("{} missing from config/edgerec.toml", table.name));
+            for key in table.keys {
+                let Some(value) = section.get(key).and_then(Item::as_value) else {
+                    let example = [
+                        format!("\n# [{path}.{key}]\n"),
+                        format!("\n# [[{path}.{key}]]\n"),
+                    ];
+                    assert!(
+                        example.iter().any(|header| text.contains(header.as_str())),
+                        "{path}.{key}: neither set nor shown in an example in config/edgerec.toml"
+                    );
+                    continue;
+                };
+                let mut value = value.clone();
+                value.decor_mut().clear();
+                let alone = format!("[{path}]\n{key} = {value}\n");
+                let config = Config::parse(&alone, Path::new("edgerec.toml"))
+                    .unwrap_or_else(|err| panic!("{err}"));
+                assert_eq!(
+                    config,
+                    Config::default(),
+                    "{path}.{key} = {value} in config/edgerec.toml is not the default"
+                );
             }
         }
     }
-}
 
-impl fmt::Display for SourceFault {
-    /// The TOML spelling: `panic-every:2s`.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}", self.kind(), Time(self.duration()))
-    }
-}
-
-/// Message type of a synthetic channel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum SyntheticKind {
-    /// `sensor_msgs/msg/Imu`.
-    Imu,
-    /// `sensor_msgs/msg/PointCloud2`.
-    PointCloud2,
-    /// `sensor_msgs/msg/Image`.
-    Image,
-    /// `std_msgs/msg/String`.
-    String,
-}
-
-impl SyntheticKind {
-    /// Every kind, in the order the TOML spellings are listed.
-    pub const ALL: [SyntheticKind; 4] = [
-        SyntheticKind::Imu,
-        SyntheticKind::PointCloud2,
-        SyntheticKind::Image,
-        SyntheticKind::String,
-    ];
-
-    /// The full ROS 2 type name, also the TOML spelling:
-    /// `"sensor_msgs/msg/Imu"`.
-    pub fn ros_type(&self) -> &'static str {
-        match self {
-            SyntheticKind::Imu => "sensor_msgs/msg/Imu",
-            SyntheticKind::PointCloud2 => "sensor_msgs/msg/PointCloud2",
-            SyntheticKind::Image => "sensor_msgs/msg/Image",
-            SyntheticKind::String => "std_msgs/msg/String",
+    /// Every array of tables has a commented-out example entry in
+    /// config/edgerec.toml naming each of its keys; the entry parses, with
+    /// each documented spelling of each key.
+    #[test]
+    fn appliance_file_examples_name_every_key_and_parse() {
+        let text = appliance_file();
+        for table in tables().iter().filter(|t| t.name.starts_with("[[")) {
+            let header = format!("\n# {}\n", table.name);
+            let start = text
+                .find(&header)
+                .unwrap_or_else(|| panic!("no example of {} in config/edgerec.toml", table.name));
+            // `# key = value  # comment` lines of the example, up to the first
+            // line that is not a comment.
+            let lines: Vec<(String, String)> = text[start + header.len()..]
+                .lines()
+                .take_while(|line| line.starts_with('#'))
+                .filter_map(|line| {
+                    let line = line.strip_prefix("# ")?;
+                    let (key, _) = line.split_once(" = ")?;
+                    let is_key = key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+                    is_key.then(|| (key.to_owned(), line.to_owned()))
+                })
+                .collect();
+            for key in table.keys {
+                assert!(
+                    lines.iter().any(|(k, _)| k == key),
+                    "{} {key}: not in the example in config/edgerec.toml",
+                    table.name
+                );
+            }
+            for (key, line) in &lines {
+                assert!(
+                    table.keys.contains(&key.as_str()),
+                    "{} has no key {key}",
+                    table.name
+                );
+                // The example's first line of each key, with this line in
+                // place of its own key's.
+                let mut entry = vec![table.name.clone()];
+                for (other, first) in &lines {
+                    if other != key && !entry.iter().any(|l| l.starts_with(&format!("{other} = ")))
+                    {
+                        entry.push(first.clone());
+                    }
+                }
+                entry.push(line.clone());
+                let example = entry.join("\n");
+                if let Err(err) = Config::parse(&example, Path::new("example.toml")) {
+                    panic!("{err} in\n{example}");
+                }
+            }
         }
     }
-}
-
-impl fmt::Display for SyntheticKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.ros_type())
-    }
-}
-
-/// Messages per second of a synthetic channel.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Rate {
-    /// This many messages per second; more than 0, at most 10 000 000.
-    Hz(f64),
-    /// As fast as the pipeline accepts them: for measuring throughput.
-    Max,
-}
-
-impl Rate {
-    /// Time between two messages; `None` for [`Rate::Max`].
-    pub fn period(&self) -> Option<Duration> {
-        match self {
-            Rate::Hz(hz) => Some(Duration::from_secs_f64(1.0 / hz)),
-            Rate::Max => None,
-        }
-    }
-}
-
-impl fmt::Display for Rate {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Rate::Hz(hz) => write!(f, "{hz} Hz"),
-            Rate::Max => f.write_str("max"),
-        }
-    }
-}
-
-/// Limits the validation enforces; kept beside the defaults they bound.
-pub(crate) mod limits {
-    use super::{GIB, KIB, MIB};
-    use std::time::Duration;
-
-    pub const BLOCK_SIZE: (u64, u64) = (4 * KIB, 64 * MIB);
-    pub const QUEUE_DEPTH: (i64, i64) = (1, 128);
-    pub const REALTIME_PRIORITY: (i64, i64) = (0, 99);
-    pub const SYNC_INTERVAL: (Duration, Duration) =
-        (Duration::from_millis(10), Duration::from_secs(60));
-    pub const PREALLOCATE_MAX: u64 = 64 * GIB;
-    pub const CHUNK_SIZE: (u64, u64) = (64 * KIB, 256 * MIB);
-    pub const ZSTD_LEVEL: (i64, i64) = (1, 19);
-    pub const CHUNK_MAX_AGE: (Duration, Duration) =
-        (Duration::from_millis(10), Duration::from_secs(10));
-    pub const MEMORY_BUDGET: (u64, u64) = (16 * MIB, 64 * GIB);
-    /// The chunker fills one chunk while the compressors hold others and the
-    /// sequencer waits on the oldest; fewer than four chunks of budget
-    /// stalls the pipeline on its own chunks.
-    pub const CHUNKS_IN_BUDGET: u64 = 4;
-    pub const COMPRESSOR_THREADS: (i64, i64) = (0, 64);
-    pub const QUEUE_CAPACITY: (i64, i64) = (64, 1 << 20);
-    pub const SESSION_PREFIX_MAX: usize = 64;
-    pub const RATE_MAX_HZ: f64 = 10_000_000.0;
-    pub const PAYLOAD_SIZE_MAX: u64 = 64 * MIB;
-    pub const RESTART_BACKOFF_MIN: (Duration, Duration) =
-        (Duration::from_millis(1), Duration::from_secs(10));
-    pub const RESTART_BACKOFF_MAX: (Duration, Duration) =
-        (Duration::from_millis(100), Duration::from_secs(3600));
-    pub const SEGMENT_BYTES: (u64, u64) = (16 * MIB, 1 << 40);
-    pub const SEGMENT_DURATION: (Duration, Duration) =
-        (Duration::from_secs(1), Duration::from_secs(24 * 3600));
-    pub const MIN_FREE_PERCENT: (i64, i64) = (0, 50);
-    pub const POLL_INTERVAL: (Duration, Duration) =
-        (Duration::from_millis(100), Duration::from_secs(60));
-    pub const LOCK_THRESHOLD: (Duration, Duration) =
-        (Duration::from_nanos(1), Duration::from_secs(1));
-    pub const LOCK_TIME: (Duration, Duration) = (Duration::ZERO, Duration::from_secs(3600));
-    pub const HOLDOVER_MAX: (Duration, Duration) = (Duration::ZERO, Duration::from_secs(24 * 3600));
-    pub const WATCHDOG_TIMEOUT: (Duration, Duration) =
-        (Duration::from_secs(1), Duration::from_secs(600));
-    /// Stages beat at least every 100 ms (the control loop wakes that
-    /// often); half a second leaves room for a loaded machine.
-    pub const STAGE_DEADLINE: (Duration, Duration) =
-        (Duration::from_millis(500), Duration::from_secs(600));
-    pub const DISK_LOW_PERCENT: (i64, i64) = (0, 90);
-    pub const DROPS_WINDOW: (Duration, Duration) =
-        (Duration::from_secs(1), Duration::from_secs(3600));
-    pub const LED_DELAY_MS: (u64, u64) = (1, 60_000);
 }

@@ -1,108 +1,21 @@
 //! From TOML text to a validated [`Config`]: the parsed document (which
 //! keeps the byte span of every key and value) is walked table by table
-//! against the schema, so that every error, whether a misspelt key, a wrong
-//! type or a value out of range, points at the line and column it is about.
+//! against the schema (`config.rs`), so that every error, whether a misspelt
+//! key, a wrong type or a value out of range, points at the line and column
+//! it is about. This file holds the walking and the readers of plain values
+//! (strings, integers, sizes, durations, choices); the schema says which key
+//! is read how.
 
 use std::ops::Range;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use toml_edit::{Item, TableLike, Value};
 
-use crate::config::limits;
 use crate::error::line_column;
+use crate::schema::{self, Result, Section};
 use crate::units::{parse_duration, parse_size, Size, Time, UnitError};
-use crate::{
-    ClockConfig, ClockSourceKind, Compression, Config, ConfigError, HealthConfig, LedsConfig,
-    McapConfig, MetricsConfig, PipelineConfig, Rate, RecordingConfig, RetentionConfig, RosDistro,
-    SegmentConfig, SourceFault, SourcesConfig, StorageBackend, StorageConfig, SyntheticChannel,
-    SyntheticKind, HEALTH_STATES,
-};
-
-type Result<T> = std::result::Result<T, ConfigError>;
-
-const ROOT_KEYS: &[&str] = &[
-    "recording",
-    "storage",
-    "mcap",
-    "pipeline",
-    "sources",
-    "segment",
-    "retention",
-    "clock",
-    "health",
-    "metrics",
-    "leds",
-];
-const CLOCK_KEYS: &[&str] = &[
-    "source",
-    "phc",
-    "ptp4l_socket",
-    "domain",
-    "poll_interval",
-    "lock_threshold",
-    "lock_time",
-    "holdover_max",
-];
-const HEALTH_KEYS: &[&str] = &[
-    "watchdog",
-    "watchdog_timeout",
-    "stage_deadline",
-    "fault_file",
-    "status_socket",
-    "record_status",
-    "record_clock",
-    "prometheus",
-    "disk_low_percent",
-    "drops_window",
-];
-const METRICS_KEYS: &[&str] = &["nvml", "sys_root", "proc_root"];
-const LEDS_KEYS: &[&str] = &["sysfs_root", "states"];
-const SEGMENT_KEYS: &[&str] = &["max_bytes", "max_duration", "max_messages"];
-const RETENTION_KEYS: &[&str] = &["max_total_bytes", "min_free_bytes", "min_free_percent"];
-const RECORDING_KEYS: &[&str] = &["root", "session_prefix", "ros_distro"];
-const STORAGE_KEYS: &[&str] = &[
-    "backend",
-    "block_size",
-    "queue_depth",
-    "sync_interval",
-    "preallocate",
-    "realtime_priority",
-];
-const MCAP_KEYS: &[&str] = &[
-    "chunk_size",
-    "compression",
-    "compression_level",
-    "chunk_max_age",
-];
-const PIPELINE_KEYS: &[&str] = &["memory_budget", "compressor_threads", "queue_capacity"];
-const SOURCES_KEYS: &[&str] = &["synthetic", "restart_backoff_min", "restart_backoff_max"];
-const SYNTHETIC_KEYS: &[&str] = &[
-    "topic",
-    "type",
-    "rate",
-    "payload_size",
-    "frame_id",
-    "latched",
-    "fault",
-];
-
-/// Every table and its keys, to say where a key that is in the wrong table
-/// belongs.
-const TABLES: &[(&str, &[&str])] = &[
-    ("[recording]", RECORDING_KEYS),
-    ("[storage]", STORAGE_KEYS),
-    ("[mcap]", MCAP_KEYS),
-    ("[pipeline]", PIPELINE_KEYS),
-    ("[sources]", SOURCES_KEYS),
-    ("[[sources.synthetic]]", SYNTHETIC_KEYS),
-    ("[segment]", SEGMENT_KEYS),
-    ("[retention]", RETENTION_KEYS),
-    ("[clock]", CLOCK_KEYS),
-    ("[health]", HEALTH_KEYS),
-    ("[metrics]", METRICS_KEYS),
-    ("[leds]", LEDS_KEYS),
-];
+use crate::{Config, ConfigError};
 
 pub(crate) fn parse(text: &str, origin: &Path) -> Result<Config> {
     let cx = Cx { text, origin };
@@ -113,815 +26,140 @@ pub(crate) fn parse(text: &str, origin: &Path) -> Result<Config> {
         table: document.as_table(),
         span: None,
     };
-    root.check_keys(&cx, ROOT_KEYS)?;
-
-    let recording = match root.table(&cx, "recording")? {
-        Some(table) => recording(&cx, &table)?,
-        None => RecordingConfig::default(),
-    };
-    let storage = match root.table(&cx, "storage")? {
-        Some(table) => storage(&cx, &table)?,
-        None => StorageConfig::default(),
-    };
-    let (mcap, chunk_size_field) = match root.table(&cx, "mcap")? {
-        Some(table) => mcap(&cx, &table)?,
-        None => (McapConfig::default(), None),
-    };
-    let (pipeline, memory_budget_field) = match root.table(&cx, "pipeline")? {
-        Some(table) => pipeline(&cx, &table)?,
-        None => (PipelineConfig::default(), None),
-    };
-    check_budget(
-        &cx,
-        &mcap,
-        &pipeline,
-        chunk_size_field.as_ref(),
-        memory_budget_field.as_ref(),
-    )?;
-    let sources = match root.table(&cx, "sources")? {
-        Some(table) => sources(&cx, &table)?,
-        None => SourcesConfig::default(),
-    };
-    let segment = match root.table(&cx, "segment")? {
-        Some(table) => segment(&cx, &table)?,
-        None => SegmentConfig::default(),
-    };
-    let retention = match root.table(&cx, "retention")? {
-        Some(table) => retention(&cx, &table)?,
-        None => RetentionConfig::default(),
-    };
-    let clock = match root.table(&cx, "clock")? {
-        Some(table) => clock(&cx, &table)?,
-        None => ClockConfig::default(),
-    };
-    let health = match root.table(&cx, "health")? {
-        Some(table) => health(&cx, &table)?,
-        None => HealthConfig::default(),
-    };
-    let metrics = match root.table(&cx, "metrics")? {
-        Some(table) => metrics(&cx, &table)?,
-        None => MetricsConfig::default(),
-    };
-    let leds = match root.table(&cx, "leds")? {
-        Some(table) => leds(&cx, &table)?,
-        None => LedsConfig::default(),
-    };
-    Ok(Config {
-        recording,
-        storage,
-        mcap,
-        pipeline,
-        sources,
-        segment,
-        retention,
-        clock,
-        health,
-        metrics,
-        leds,
-    })
-}
-
-fn clock(cx: &Cx, table: &Table) -> Result<ClockConfig> {
-    table.check_keys(cx, CLOCK_KEYS)?;
-    let mut config = ClockConfig::default();
-    let mut source_field = None;
-    if let Some(field) = table.field("source") {
-        config.source = cx.choice(&field, &ClockSourceKind::ALL, ClockSourceKind::as_str)?;
-        source_field = Some(field);
-    }
-    if let Some(field) = table.field("phc") {
-        config.phc = cx.string(&field)?.to_owned();
-    }
-    if let Some(field) = table.field("ptp4l_socket") {
-        config.ptp4l_socket = PathBuf::from(cx.string(&field)?);
-    }
-    if let Some(field) = table.field("domain") {
-        config.domain = cx.integer_in(&field, (0, 255))? as u8;
-    }
-    if let Some(field) = table.field("poll_interval") {
-        config.poll_interval = cx.duration_in(&field, limits::POLL_INTERVAL)?;
-    }
-    if let Some(field) = table.field("lock_threshold") {
-        config.lock_threshold = cx.duration_in(&field, limits::LOCK_THRESHOLD)?;
-    }
-    if let Some(field) = table.field("lock_time") {
-        config.lock_time = cx.duration_in(&field, limits::LOCK_TIME)?;
-    }
-    if let Some(field) = table.field("holdover_max") {
-        config.holdover_max = cx.duration_in(&field, limits::HOLDOVER_MAX)?;
-    }
-    if let Some(field) = source_field {
-        if config.source == ClockSourceKind::Phc && config.phc.is_empty() {
-            return Err(cx.at(
-                &field,
-                "source \"phc\" needs the PTP hardware clock",
-                Some(
-                    "set clock.phc to a device (\"/dev/ptp0\") or a network interface \
-                     (\"eth0\"); `ethtool -T <interface>` shows its PHC index"
-                        .to_owned(),
-                ),
-            ));
-        }
-    }
-    Ok(config)
-}
-
-fn health(cx: &Cx, table: &Table) -> Result<HealthConfig> {
-    table.check_keys(cx, HEALTH_KEYS)?;
-    let mut config = HealthConfig::default();
-    if let Some(field) = table.field("watchdog") {
-        config.watchdog = PathBuf::from(cx.string(&field)?);
-    }
-    let timeout_field = table.field("watchdog_timeout");
-    if let Some(field) = &timeout_field {
-        config.watchdog_timeout = cx.duration_in(field, limits::WATCHDOG_TIMEOUT)?;
-        if config.watchdog_timeout.subsec_nanos() != 0 {
-            return Err(cx.at(
-                field,
-                "the watchdog timeout is set in whole seconds",
-                Some(format!(
-                    "write \"{}s\"",
-                    config.watchdog_timeout.as_secs_f64().ceil()
-                )),
-            ));
-        }
-    }
-    let deadline_field = table.field("stage_deadline");
-    if let Some(field) = &deadline_field {
-        config.stage_deadline = cx.duration_in(field, limits::STAGE_DEADLINE)?;
-    }
-    if !config.watchdog.as_os_str().is_empty() && config.stage_deadline >= config.watchdog_timeout {
-        if let Some(field) = deadline_field.as_ref().or(timeout_field.as_ref()) {
-            return Err(cx.at(
-                field,
-                format!(
-                    "health.stage_deadline ({}) must be shorter than health.watchdog_timeout \
-                     ({}), or a stalled stage resets the board before it is noticed and \
-                     written down",
-                    Time(config.stage_deadline),
-                    Time(config.watchdog_timeout)
-                ),
-                Some("make the stage deadline at most half of the watchdog timeout".to_owned()),
-            ));
-        }
-    }
-    if let Some(field) = table.field("fault_file") {
-        config.fault_file = PathBuf::from(cx.string(&field)?);
-    }
-    if let Some(field) = table.field("status_socket") {
-        config.status_socket = PathBuf::from(cx.string(&field)?);
-    }
-    if let Some(field) = table.field("record_status") {
-        config.record_status = cx.boolean(&field)?;
-    }
-    if let Some(field) = table.field("record_clock") {
-        config.record_clock = cx.boolean(&field)?;
-    }
-    if let Some(field) = table.field("prometheus") {
-        let address = cx.string(&field)?;
-        if !address.is_empty() && address.parse::<std::net::SocketAddr>().is_err() {
-            return Err(cx.at(
-                &field,
-                format!("`{address}` is not an IP address and port"),
-                Some("write \"127.0.0.1:9464\", or \"\" to turn the endpoint off".to_owned()),
-            ));
-        }
-        config.prometheus = address.to_owned();
-    }
-    if let Some(field) = table.field("disk_low_percent") {
-        config.disk_low_percent = cx.integer_in(&field, limits::DISK_LOW_PERCENT)? as u8;
-    }
-    if let Some(field) = table.field("drops_window") {
-        config.drops_window = cx.duration_in(&field, limits::DROPS_WINDOW)?;
-    }
-    Ok(config)
-}
-
-fn metrics(cx: &Cx, table: &Table) -> Result<MetricsConfig> {
-    table.check_keys(cx, METRICS_KEYS)?;
-    let mut config = MetricsConfig::default();
-    if let Some(field) = table.field("nvml") {
-        config.nvml = cx.boolean(&field)?;
-    }
-    for (key, slot) in [
-        ("sys_root", &mut config.sys_root),
-        ("proc_root", &mut config.proc_root),
-    ] {
-        if let Some(field) = table.field(key) {
-            let path = cx.string(&field)?;
-            if path.is_empty() {
-                return Err(cx.at(&field, "must not be empty", None));
-            }
-            *slot = PathBuf::from(path);
-        }
-    }
-    Ok(config)
-}
-
-fn leds(cx: &Cx, table: &Table) -> Result<LedsConfig> {
-    table.check_keys(cx, LEDS_KEYS)?;
-    let mut config = LedsConfig::default();
-    if let Some(field) = table.field("sysfs_root") {
-        let path = cx.string(&field)?;
-        if path.is_empty() {
-            return Err(cx.at(&field, "must not be empty", None));
-        }
-        config.sysfs_root = PathBuf::from(path);
-    }
-    let Some(states) = table.table(cx, "states")? else {
-        return Ok(config);
-    };
-    for (state, _) in states.table.iter() {
-        let Some(field) = states.field(state) else {
-            continue;
-        };
-        if !HEALTH_STATES.contains(&state) {
-            let listing = HEALTH_STATES.join(", ");
-            let hint = match nearest(state, HEALTH_STATES.iter().copied()) {
-                Some(near) => format!("did you mean `{near}`? (health states: {listing})"),
-                None => format!("health states: {listing}"),
-            };
-            let span = states.table.key(state).and_then(|k| k.span());
-            return Err(cx.error(span, Some(field.key), "unknown health state", Some(hint)));
-        }
-        let Some(leds) = field.item.as_table_like() else {
-            return Err(cx.wrong_type(
-                &field,
-                "a table of LED name = pattern",
-                Some(format!("write {state} = {{ \"status\" = \"on\" }}")),
-            ));
-        };
-        let leds = Table {
-            path: field.key.clone(),
-            name: format!("[leds.states.{state}]"),
-            table: leds,
-            span: field.span(),
-        };
-        let mut list = Vec::new();
-        for (led, _) in leds.table.iter() {
-            let Some(pattern_field) = leds.field(led) else {
-                continue;
-            };
-            if led.is_empty() || led.contains('/') || led == "." || led == ".." {
-                let span = leds.table.key(led).and_then(|k| k.span());
-                return Err(cx.error(
-                    span,
-                    Some(pattern_field.key),
-                    format!("`{led}` is not an LED name"),
-                    Some(
-                        "use the directory name under /sys/class/leds, e.g. \"status\"".to_owned(),
-                    ),
-                ));
-            }
-            let pattern = cx.string(&pattern_field)?;
-            check_led_pattern(pattern).map_err(|message| {
-                cx.at(
-                    &pattern_field,
-                    message,
-                    Some(
-                        "patterns: \"off\", \"on\", \"blink\" (500/500 ms), \"blink-fast\" \
-                         (100/100 ms), \"blink:ON_MS/OFF_MS\""
-                            .to_owned(),
-                    ),
-                )
-            })?;
-            list.push((led.to_owned(), pattern.to_owned()));
-        }
-        config.states.push((state.to_owned(), list));
-    }
-    Ok(config)
-}
-
-/// The pattern grammar the health crate's LED driver reads; checked here
-/// so a bad pattern is a config error with its line.
-fn check_led_pattern(pattern: &str) -> std::result::Result<(), String> {
-    match pattern {
-        "off" | "on" | "blink" | "blink-fast" => Ok(()),
-        _ => {
-            let Some(times) = pattern.strip_prefix("blink:") else {
-                return Err(format!("unknown LED pattern `{pattern}`"));
-            };
-            let (on, off) = times
-                .split_once('/')
-                .ok_or_else(|| format!("`{pattern}` needs ON_MS/OFF_MS after `blink:`"))?;
-            for part in [on, off] {
-                let ms: u64 = part
-                    .trim()
-                    .parse()
-                    .map_err(|_| format!("`{part}` in `{pattern}` is not a number of ms"))?;
-                if !(limits::LED_DELAY_MS.0..=limits::LED_DELAY_MS.1).contains(&ms) {
-                    return Err(format!(
-                        "{ms} ms in `{pattern}` is outside {}..{} ms",
-                        limits::LED_DELAY_MS.0,
-                        limits::LED_DELAY_MS.1
-                    ));
-                }
-            }
-            Ok(())
-        }
-    }
-}
-
-fn segment(cx: &Cx, table: &Table) -> Result<SegmentConfig> {
-    table.check_keys(cx, SEGMENT_KEYS)?;
-    let mut config = SegmentConfig::default();
-    if let Some(field) = table.field("max_bytes") {
-        config.max_bytes = cx.size_in(&field, limits::SEGMENT_BYTES)?;
-    }
-    if let Some(field) = table.field("max_duration") {
-        config.max_duration = cx.duration_in(&field, limits::SEGMENT_DURATION)?;
-    }
-    if let Some(field) = table.field("max_messages") {
-        config.max_messages = cx.integer_in(&field, (0, i64::MAX))? as u64;
-    }
-    Ok(config)
-}
-
-fn retention(cx: &Cx, table: &Table) -> Result<RetentionConfig> {
-    table.check_keys(cx, RETENTION_KEYS)?;
-    let mut config = RetentionConfig::default();
-    if let Some(field) = table.field("max_total_bytes") {
-        config.max_total_bytes = cx.size(&field)?;
-    }
-    if let Some(field) = table.field("min_free_bytes") {
-        config.min_free_bytes = cx.size(&field)?;
-    }
-    if let Some(field) = table.field("min_free_percent") {
-        config.min_free_percent = cx.integer_in(&field, limits::MIN_FREE_PERCENT)? as u8;
-    }
-    Ok(config)
-}
-
-fn recording(cx: &Cx, table: &Table) -> Result<RecordingConfig> {
-    table.check_keys(cx, RECORDING_KEYS)?;
-    let mut config = RecordingConfig::default();
-    if let Some(field) = table.field("root") {
-        let root = cx.string(&field)?;
-        if root.is_empty() {
-            return Err(cx.at(&field, "must not be empty", None));
-        }
-        config.root = PathBuf::from(root);
-    }
-    if let Some(field) = table.field("session_prefix") {
-        let prefix = cx.string(&field)?;
-        check_session_prefix(prefix).map_err(|(message, hint)| cx.at(&field, message, hint))?;
-        config.session_prefix = prefix.to_owned();
-    }
-    if let Some(field) = table.field("ros_distro") {
-        config.ros_distro = cx.choice(&field, &RosDistro::ALL, RosDistro::as_str)?;
-    }
-    Ok(config)
-}
-
-fn storage(cx: &Cx, table: &Table) -> Result<StorageConfig> {
-    table.check_keys(cx, STORAGE_KEYS)?;
-    let mut config = StorageConfig::default();
-    if let Some(field) = table.field("backend") {
-        config.backend = cx.choice(&field, &StorageBackend::ALL, StorageBackend::as_str)?;
-    }
-    if let Some(field) = table.field("block_size") {
-        config.block_size = cx.size(&field)?;
-        cx.power_of_two_size(&field, config.block_size, limits::BLOCK_SIZE)?;
-    }
-    if let Some(field) = table.field("queue_depth") {
-        config.queue_depth = cx.integer_in(&field, limits::QUEUE_DEPTH)? as u32;
-    }
-    if let Some(field) = table.field("sync_interval") {
-        config.sync_interval = cx.duration_in(&field, limits::SYNC_INTERVAL)?;
-    }
-    if let Some(field) = table.field("preallocate") {
-        let preallocate = cx.size(&field)?;
-        if preallocate != 0 && !(config.block_size..=limits::PREALLOCATE_MAX).contains(&preallocate)
-        {
-            return Err(cx.at(
-                &field,
-                format!(
-                    "must be 0 (off) or from block_size ({}) to {}, got {}",
-                    Size(config.block_size),
-                    Size(limits::PREALLOCATE_MAX),
-                    Size(preallocate)
-                ),
-                None,
-            ));
-        }
-        config.preallocate = preallocate;
-    }
-    if let Some(field) = table.field("realtime_priority") {
-        config.realtime_priority = cx.integer_in(&field, limits::REALTIME_PRIORITY)? as u8;
-    }
-    Ok(config)
-}
-
-fn mcap<'d>(cx: &Cx, table: &Table<'d>) -> Result<(McapConfig, Option<Field<'d>>)> {
-    table.check_keys(cx, MCAP_KEYS)?;
-    let mut config = McapConfig::default();
-    let chunk_size = table.field("chunk_size");
-    if let Some(field) = &chunk_size {
-        config.chunk_size = cx.size_in(field, limits::CHUNK_SIZE)?;
-    }
-    if let Some(field) = table.field("compression") {
-        config.compression = cx.choice(&field, &Compression::ALL, Compression::as_str)?;
-    }
-    if let Some(field) = table.field("compression_level") {
-        // lz4 and none have no levels: the key is then ignored, but it
-        // still has to be a level zstd could use if compression changes.
-        let bounds = match config.compression {
-            Compression::Zstd => limits::ZSTD_LEVEL,
-            Compression::Lz4 | Compression::None => (i64::from(i32::MIN), i64::from(i32::MAX)),
-        };
-        config.compression_level = cx.integer_in(&field, bounds)? as i32;
-    }
-    if let Some(field) = table.field("chunk_max_age") {
-        config.chunk_max_age = cx.duration_in(&field, limits::CHUNK_MAX_AGE)?;
-    }
-    Ok((config, chunk_size))
-}
-
-fn pipeline<'d>(cx: &Cx, table: &Table<'d>) -> Result<(PipelineConfig, Option<Field<'d>>)> {
-    table.check_keys(cx, PIPELINE_KEYS)?;
-    let mut config = PipelineConfig::default();
-    let memory_budget = table.field("memory_budget");
-    if let Some(field) = &memory_budget {
-        config.memory_budget = cx.size_in(field, limits::MEMORY_BUDGET)?;
-    }
-    if let Some(field) = table.field("compressor_threads") {
-        config.compressor_threads = cx.integer_in(&field, limits::COMPRESSOR_THREADS)? as usize;
-    }
-    if let Some(field) = table.field("queue_capacity") {
-        // In range, so positive.
-        let capacity = cx.integer_in(&field, limits::QUEUE_CAPACITY)? as u64;
-        if !capacity.is_power_of_two() {
-            let (below, above) = nearest_powers_of_two(capacity);
-            return Err(cx.at(
-                &field,
-                format!(
-                    "must be a power of two from {} to {}, got {capacity}",
-                    limits::QUEUE_CAPACITY.0,
-                    limits::QUEUE_CAPACITY.1
-                ),
-                Some(format!("the nearest powers of two are {below} and {above}")),
-            ));
-        }
-        config.queue_capacity = capacity as usize;
-    }
-    Ok((config, memory_budget))
-}
-
-/// `pipeline.memory_budget >= 4 x mcap.chunk_size`, blamed on whichever of
-/// the two the file sets (memory_budget when both are).
-fn check_budget(
-    cx: &Cx,
-    mcap: &McapConfig,
-    pipeline: &PipelineConfig,
-    chunk_size: Option<&Field>,
-    memory_budget: Option<&Field>,
-) -> Result<()> {
-    let needed = mcap.chunk_size * limits::CHUNKS_IN_BUDGET;
-    if pipeline.memory_budget >= needed {
-        return Ok(());
-    }
-    let hint = Some(format!(
-        "raise pipeline.memory_budget to at least \"{}\" or lower mcap.chunk_size",
-        Size(needed).to_string().replace(' ', "")
-    ));
-    match (memory_budget, chunk_size) {
-        (Some(field), _) => Err(cx.at(
-            field,
-            format!(
-                "must be at least {} x mcap.chunk_size ({}), got {}",
-                limits::CHUNKS_IN_BUDGET,
-                Size(needed),
-                Size(pipeline.memory_budget)
-            ),
-            hint,
-        )),
-        (None, Some(field)) => Err(cx.at(
-            field,
-            format!(
-                "needs pipeline.memory_budget of at least {} x chunk_size ({}), but memory_budget is {} (the default)",
-                limits::CHUNKS_IN_BUDGET,
-                Size(needed),
-                Size(pipeline.memory_budget)
-            ),
-            hint,
-        )),
-        // The defaults satisfy the rule, so one of the two is in the file.
-        (None, None) => Ok(()),
-    }
-}
-
-fn sources(cx: &Cx, table: &Table) -> Result<SourcesConfig> {
-    table.check_keys(cx, SOURCES_KEYS)?;
-    let mut config = SourcesConfig::default();
-    let backoff_min = table.field("restart_backoff_min");
-    if let Some(field) = &backoff_min {
-        config.restart_backoff_min = cx.duration_in(field, limits::RESTART_BACKOFF_MIN)?;
-    }
-    let backoff_max = table.field("restart_backoff_max");
-    if let Some(field) = &backoff_max {
-        config.restart_backoff_max = cx.duration_in(field, limits::RESTART_BACKOFF_MAX)?;
-    }
-    check_backoff(cx, &config, backoff_min.as_ref(), backoff_max.as_ref())?;
-    let Some(field) = table.field("synthetic") else {
-        return Ok(config);
-    };
-    let entries = synthetic_entries(cx, &field)?;
-    // (topic, index, line) of each channel read so far.
-    let mut seen: Vec<(String, usize, Option<usize>)> = Vec::new();
-    for (index, entry) in entries.iter().enumerate() {
-        let (channel, topic_field) = synthetic(cx, entry)?;
-        if let Some((_, first, line)) = seen.iter().find(|(topic, ..)| *topic == channel.topic) {
-            let line = line.map_or(String::new(), |line| format!(" (line {line})"));
-            return Err(cx.at(
-                &topic_field,
-                format!("duplicate topic `{}`", channel.topic),
-                Some(format!(
-                    "sources.synthetic[{first}]{line} already records it; give each channel its own topic"
-                )),
-            ));
-        }
-        seen.push((channel.topic.clone(), index, cx.line(topic_field.span())));
-        config.synthetic.push(channel);
-    }
-    Ok(config)
-}
-
-/// `sources.restart_backoff_max >= sources.restart_backoff_min`, blamed on
-/// whichever of the two comes later in the file (the one the file sets when
-/// only one is).
-fn check_backoff(
-    cx: &Cx,
-    config: &SourcesConfig,
-    min: Option<&Field>,
-    max: Option<&Field>,
-) -> Result<()> {
-    let (low, high) = (config.restart_backoff_min, config.restart_backoff_max);
-    if high >= low {
-        return Ok(());
-    }
-    let blame_max = match (min, max) {
-        (Some(min), Some(max)) => {
-            max.span().map(|span| span.start) > min.span().map(|span| span.start)
-        }
-        (None, Some(_)) => true,
-        (Some(_), None) => false,
-        // The defaults satisfy the rule, so one of the two is in the file.
-        (None, None) => return Ok(()),
-    };
-    let hint = Some(format!(
-        "raise sources.restart_backoff_max to at least \"{}\" or lower \
-         sources.restart_backoff_min",
-        Time(low)
-    ));
-    match (blame_max, min, max) {
-        (true, _, Some(field)) => Err(cx.at(
-            field,
-            format!(
-                "must be at least sources.restart_backoff_min ({}), got {}",
-                Time(low),
-                Time(high)
-            ),
-            hint,
-        )),
-        (false, Some(field), _) => {
-            let default = if max.is_none() { " (the default)" } else { "" };
-            Err(cx.at(
-                field,
-                format!(
-                    "must be at most sources.restart_backoff_max ({}{default}), got {}",
-                    Time(high),
-                    Time(low)
-                ),
-                hint,
-            ))
-        }
-        _ => Ok(()),
-    }
-}
-
-/// The entries of `synthetic`, written either as `[[sources.synthetic]]`
-/// tables or as an inline array of inline tables.
-fn synthetic_entries<'d>(cx: &Cx, field: &Field<'d>) -> Result<Vec<Table<'d>>> {
-    let entry = |index: usize, table: &'d dyn TableLike, span: Option<Range<usize>>| Table {
-        path: format!("{}[{index}]", field.key),
-        name: "[[sources.synthetic]]".to_owned(),
-        table,
-        span,
-    };
-    match field.item {
-        Item::ArrayOfTables(array) => Ok(array
-            .iter()
-            .enumerate()
-            .map(|(index, table)| entry(index, table, table.span()))
-            .collect()),
-        Item::Value(Value::Array(array)) => array
-            .iter()
-            .enumerate()
-            .map(|(index, value)| match value.as_inline_table() {
-                Some(table) => Ok(entry(index, table, value.span())),
-                None => Err(cx.error(
-                    value.span(),
-                    Some(format!("{}[{index}]", field.key)),
-                    format!("expected a table, found {}", a(value.type_name())),
-                    None,
-                )),
-            })
-            .collect(),
-        item => Err(cx.at(
-            field,
-            format!("expected an array of tables, found {}", a(item.type_name())),
-            Some("write one [[sources.synthetic]] table (double brackets) per channel".to_owned()),
-        )),
-    }
-}
-
-fn synthetic<'d>(cx: &Cx, table: &Table<'d>) -> Result<(SyntheticChannel, Field<'d>)> {
-    table.check_keys(cx, SYNTHETIC_KEYS)?;
-    let topic_field = table.required(
-        cx,
-        "topic",
-        "add topic = \"/name\", a fully qualified ROS 2 topic name",
-    )?;
-    let topic = cx.string(&topic_field)?;
-    check_topic(topic).map_err(|(message, hint)| cx.at(&topic_field, message, hint))?;
-
-    let kinds = SyntheticKind::ALL.map(|kind| kind.ros_type()).join(", ");
-    let kind_field = table.required(
-        cx,
-        "type",
-        &format!(
-            "add type = \"{}\" (types: {kinds})",
-            SyntheticKind::Imu.ros_type()
-        ),
-    )?;
-    let kind = cx.choice(&kind_field, &SyntheticKind::ALL, SyntheticKind::ros_type)?;
-
-    let rate_field = table.required(cx, "rate", "add rate = 10 (in Hz) or rate = \"max\"")?;
-    let rate = cx.rate(&rate_field)?;
-
-    let mut channel = SyntheticChannel::new(topic, kind, rate);
-    if let Some(field) = table.field("payload_size") {
-        channel.payload_size = cx.size_in(&field, (0, limits::PAYLOAD_SIZE_MAX))?;
-    }
-    if let Some(field) = table.field("frame_id") {
-        channel.frame_id = cx.string(&field)?.to_owned();
-    }
-    if let Some(field) = table.field("latched") {
-        channel.latched = cx.boolean(&field)?;
-    }
-    if let Some(field) = table.field("fault") {
-        channel.fault = Some(cx.fault(&field)?);
-    }
-    Ok((channel, topic_field))
-}
-
-/// ROS 2's rules for a fully qualified topic name (rmw
-/// `rmw_validate_full_topic_name`), less the length limit, which depends on
-/// the middleware.
-fn check_topic(topic: &str) -> std::result::Result<(), (String, Option<String>)> {
-    if !topic.starts_with('/') {
-        return Err((
-            "a topic name must start with `/`".to_owned(),
-            Some(format!(
-                "write \"/{topic}\": a recorder has no namespace to resolve a relative name in"
-            )),
-        ));
-    }
-    if let Some(bad) = topic
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '/'))
-    {
-        return Err((
-            format!("`{topic}` contains `{bad}`, which a ROS 2 topic name cannot"),
-            Some("use letters, digits, `_` and `/`".to_owned()),
-        ));
-    }
-    if topic.contains("//") {
-        return Err((format!("`{topic}` contains `//`, an empty name part"), None));
-    }
-    if topic.ends_with('/') {
-        return Err((format!("`{topic}` must not end with `/`"), None));
-    }
-    if let Some(part) = topic
-        .split('/')
-        .find(|part| part.starts_with(|c: char| c.is_ascii_digit()))
-    {
-        return Err((
-            format!(
-                "`{topic}`: the part `{part}` starts with a digit, which a ROS 2 topic name cannot"
-            ),
-            None,
-        ));
-    }
-    Ok(())
-}
-
-fn check_session_prefix(prefix: &str) -> std::result::Result<(), (String, Option<String>)> {
-    let allowed =
-        "use letters, digits, `_` and `-`: the prefix becomes part of directory and file names";
-    if prefix.is_empty() {
-        return Err(("must not be empty".to_owned(), Some(allowed.to_owned())));
-    }
-    let length = prefix.chars().count();
-    if length > limits::SESSION_PREFIX_MAX {
-        return Err((
-            format!(
-                "is {length} characters long, at most {} are allowed",
-                limits::SESSION_PREFIX_MAX
-            ),
-            None,
-        ));
-    }
-    if let Some(bad) = prefix
-        .chars()
-        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
-    {
-        return Err((
-            format!("`{prefix}` contains `{bad}`, which is not allowed"),
-            Some(allowed.to_owned()),
-        ));
-    }
-    Ok(())
+    Config::read(&cx, &root)
 }
 
 /// A table of the document (a `[header]` table, an inline table, a dotted
 /// table or the root) with the dotted path that leads to it.
-struct Table<'d> {
+pub(crate) struct Table<'d> {
     /// `"storage"`, `"sources.synthetic[2]"`; empty for the root.
-    path: String,
+    pub(crate) path: String,
     /// How a message names the table: `"[storage]"`, `"the top level"`.
-    name: String,
-    table: &'d dyn TableLike,
-    span: Option<Range<usize>>,
+    pub(crate) name: String,
+    pub(crate) table: &'d dyn TableLike,
+    pub(crate) span: Option<Range<usize>>,
 }
 
 /// A key of a [`Table`] and its value.
-struct Field<'d> {
+pub(crate) struct Field<'d> {
     /// Dotted path: `"storage.block_size"`.
-    key: String,
+    pub(crate) key: String,
+    /// The key as written in its table: `"block_size"`.
+    name: &'d str,
     key_span: Option<Range<usize>>,
-    item: &'d Item,
+    pub(crate) item: &'d Item,
 }
 
-impl Field<'_> {
+impl<'d> Field<'d> {
     /// Where a message about the value points: the value, else its key.
-    fn span(&self) -> Option<Range<usize>> {
+    pub(crate) fn span(&self) -> Option<Range<usize>> {
         self.item.span().or_else(|| self.key_span.clone())
+    }
+
+    /// The value as a table, which messages name `[key]`.
+    pub(crate) fn table(&self, cx: &Cx) -> Result<Table<'d>> {
+        match self.item.as_table_like() {
+            Some(table) => Ok(Table {
+                span: self.span(),
+                path: self.key.clone(),
+                name: format!("[{}]", self.name),
+                table,
+            }),
+            None => Err(cx.at(
+                self,
+                format!("expected a table, found {}", a(self.item.type_name())),
+                Some(format!(
+                    "write [{}] and its keys on the lines below it",
+                    self.name
+                )),
+            )),
+        }
+    }
+
+    /// The entries of an array of tables, written either as `[[key]]`
+    /// tables or as an inline array of inline tables; `entry` says what one
+    /// entry is ("channel").
+    pub(crate) fn entries(&self, cx: &Cx, entry: &str) -> Result<Vec<Table<'d>>> {
+        let name = format!("[[{}]]", self.key);
+        let table = |index: usize, table: &'d dyn TableLike, span: Option<Range<usize>>| Table {
+            path: format!("{}[{index}]", self.key),
+            name: name.clone(),
+            table,
+            span,
+        };
+        match self.item {
+            Item::ArrayOfTables(array) => Ok(array
+                .iter()
+                .enumerate()
+                .map(|(index, entry)| table(index, entry, entry.span()))
+                .collect()),
+            Item::Value(Value::Array(array)) => array
+                .iter()
+                .enumerate()
+                .map(|(index, value)| match value.as_inline_table() {
+                    Some(entry) => Ok(table(index, entry, value.span())),
+                    None => Err(cx.error(
+                        value.span(),
+                        Some(format!("{}[{index}]", self.key)),
+                        format!("expected a table, found {}", a(value.type_name())),
+                        None,
+                    )),
+                })
+                .collect(),
+            item => Err(cx.at(
+                self,
+                format!("expected an array of tables, found {}", a(item.type_name())),
+                Some(format!(
+                    "write one {name} table (double brackets) per {entry}"
+                )),
+            )),
+        }
     }
 }
 
 impl<'d> Table<'d> {
     fn key_path(&self, key: &str) -> String {
-        if self.path.is_empty() {
-            key.to_owned()
-        } else {
-            format!("{}.{key}", self.path)
-        }
+        schema::join(&self.path, key)
     }
 
-    fn field(&self, key: &str) -> Option<Field<'d>> {
+    /// The key `key` and its value, `None` when absent.
+    pub(crate) fn field(&self, key: &str) -> Option<Field<'d>> {
         let (found, item) = self.table.get_key_value(key)?;
         Some(Field {
             key: self.key_path(key),
+            name: found.get(),
             key_span: found.span(),
             item,
         })
     }
 
-    fn required(&self, cx: &Cx, key: &str, hint: &str) -> Result<Field<'d>> {
-        self.field(key).ok_or_else(|| {
-            cx.error(
-                self.span.clone(),
-                Some(self.key_path(key)),
-                format!("missing required key `{key}`"),
-                Some(hint.to_owned()),
-            )
+    /// The key `key` of the table `table` below this one, `None` when
+    /// either is absent or `table` is not a table.
+    pub(crate) fn field_in(&self, table: &str, key: &str) -> Option<Field<'d>> {
+        let table = self.field(table)?;
+        let (found, item) = table.item.as_table_like()?.get_key_value(key)?;
+        Some(Field {
+            key: schema::join(&table.key, key),
+            name: found.get(),
+            key_span: found.span(),
+            item,
         })
     }
 
-    /// The sub-table `key`, `None` when absent.
-    fn table(&self, cx: &Cx, key: &'static str) -> Result<Option<Table<'d>>> {
-        let Some(field) = self.field(key) else {
-            return Ok(None);
-        };
-        match field.item.as_table_like() {
-            Some(table) => Ok(Some(Table {
-                span: field.span(),
-                path: field.key,
-                name: format!("[{key}]"),
-                table,
-            })),
-            None => Err(cx.at(
-                &field,
-                format!("expected a table, found {}", a(field.item.type_name())),
-                Some(format!("write [{key}] and its keys on the lines below it")),
-            )),
-        }
+    /// The error for the required key `key`, which the table lacks; it
+    /// points at the table's header.
+    pub(crate) fn missing(&self, cx: &Cx, key: &str, hint: &str) -> ConfigError {
+        cx.error(
+            self.span.clone(),
+            Some(self.key_path(key)),
+            format!("missing required key `{key}`"),
+            Some(hint.to_owned()),
+        )
     }
 
     /// Refuses the first key that is not in `valid`, suggesting the nearest
-    /// valid one.
-    fn check_keys(&self, cx: &Cx, valid: &[&str]) -> Result<()> {
+    /// valid one, or the table it belongs in.
+    pub(crate) fn check_keys(&self, cx: &Cx, valid: &[&str]) -> Result<()> {
         for (key, _) in self.table.iter() {
             if valid.contains(&key) {
                 continue;
@@ -929,13 +167,13 @@ impl<'d> Table<'d> {
             let listing = valid.join(", ");
             let hint = if let Some(near) = nearest(key, valid.iter().copied()) {
                 format!("did you mean `{near}`? (valid keys: {listing})")
-            } else if let Some((home, _)) = TABLES
-                .iter()
-                .find(|(home, keys)| keys.contains(&key) && *home != self.name)
+            } else if let Some(home) = schema::tables()
+                .into_iter()
+                .find(|home| home.keys.contains(&key) && home.name != self.name)
             {
                 format!(
-                    "`{key}` belongs in {home}, not {} (valid keys here: {listing})",
-                    self.name
+                    "`{key}` belongs in {}, not {} (valid keys here: {listing})",
+                    home.name, self.name
                 )
             } else {
                 format!("valid keys: {listing}")
@@ -948,13 +186,13 @@ impl<'d> Table<'d> {
 }
 
 /// The text being parsed and its file name, for building errors.
-struct Cx<'t> {
+pub(crate) struct Cx<'t> {
     text: &'t str,
     origin: &'t Path,
 }
 
 impl Cx<'_> {
-    fn error(
+    pub(crate) fn error(
         &self,
         span: Option<Range<usize>>,
         key: Option<String>,
@@ -973,11 +211,16 @@ impl Cx<'_> {
     }
 
     /// An error about `field`'s value.
-    fn at(&self, field: &Field, message: impl Into<String>, hint: Option<String>) -> ConfigError {
+    pub(crate) fn at(
+        &self,
+        field: &Field,
+        message: impl Into<String>,
+        hint: Option<String>,
+    ) -> ConfigError {
         self.error(field.span(), Some(field.key.clone()), message, hint)
     }
 
-    fn line(&self, span: Option<Range<usize>>) -> Option<usize> {
+    pub(crate) fn line(&self, span: Option<Range<usize>>) -> Option<usize> {
         span.map(|span| line_column(self.text, span.start).0)
     }
 
@@ -998,7 +241,12 @@ impl Cx<'_> {
         self.at(field, err.message, err.hint)
     }
 
-    fn wrong_type(&self, field: &Field, expected: &str, hint: Option<String>) -> ConfigError {
+    pub(crate) fn wrong_type(
+        &self,
+        field: &Field,
+        expected: &str,
+        hint: Option<String>,
+    ) -> ConfigError {
         self.at(
             field,
             format!("expected {expected}, found {}", a(field.item.type_name())),
@@ -1006,7 +254,7 @@ impl Cx<'_> {
         )
     }
 
-    fn string<'d>(&self, field: &Field<'d>) -> Result<&'d str> {
+    pub(crate) fn string<'d>(&self, field: &Field<'d>) -> Result<&'d str> {
         field.item.as_str().ok_or_else(|| {
             let hint = match field.item.as_value() {
                 Some(Value::Integer(_) | Value::Float(_) | Value::Boolean(_)) => field
@@ -1019,13 +267,13 @@ impl Cx<'_> {
         })
     }
 
-    fn boolean(&self, field: &Field) -> Result<bool> {
+    pub(crate) fn boolean(&self, field: &Field) -> Result<bool> {
         field.item.as_bool().ok_or_else(|| {
             self.wrong_type(field, "a boolean", Some("write true or false".to_owned()))
         })
     }
 
-    fn integer_in(&self, field: &Field, (low, high): (i64, i64)) -> Result<i64> {
+    pub(crate) fn integer_in(&self, field: &Field, (low, high): (i64, i64)) -> Result<i64> {
         let Some(value) = field.item.as_integer() else {
             let hint = field
                 .item
@@ -1045,7 +293,7 @@ impl Cx<'_> {
     }
 
     /// A byte count: an integer, or a string with a unit.
-    fn size(&self, field: &Field) -> Result<u64> {
+    pub(crate) fn size(&self, field: &Field) -> Result<u64> {
         match field.item.as_value() {
             Some(Value::Integer(value)) => u64::try_from(*value.value())
                 .map_err(|_| self.at(field, "a size must not be negative", None)),
@@ -1060,7 +308,7 @@ impl Cx<'_> {
         }
     }
 
-    fn size_in(&self, field: &Field, (low, high): (u64, u64)) -> Result<u64> {
+    pub(crate) fn size_in(&self, field: &Field, (low, high): (u64, u64)) -> Result<u64> {
         let size = self.size(field)?;
         if !(low..=high).contains(&size) {
             return Err(self.at(
@@ -1077,7 +325,12 @@ impl Cx<'_> {
         Ok(size)
     }
 
-    fn power_of_two_size(&self, field: &Field, size: u64, (low, high): (u64, u64)) -> Result<()> {
+    pub(crate) fn power_of_two_size(
+        &self,
+        field: &Field,
+        size: u64,
+        (low, high): (u64, u64),
+    ) -> Result<()> {
         let in_range = (low..=high).contains(&size);
         if size.is_power_of_two() && in_range {
             return Ok(());
@@ -1124,7 +377,11 @@ impl Cx<'_> {
         }
     }
 
-    fn duration_in(&self, field: &Field, (low, high): (Duration, Duration)) -> Result<Duration> {
+    pub(crate) fn duration_in(
+        &self,
+        field: &Field,
+        (low, high): (Duration, Duration),
+    ) -> Result<Duration> {
         let duration = self.duration(field)?;
         if !(low..=high).contains(&duration) {
             return Err(self.at(
@@ -1142,7 +399,7 @@ impl Cx<'_> {
     }
 
     /// One of `options`, spelt as `name` spells them.
-    fn choice<T: Copy>(
+    pub(crate) fn choice<T: Copy>(
         &self,
         field: &Field,
         options: &[T],
@@ -1166,89 +423,15 @@ impl Cx<'_> {
         };
         Err(self.at(field, format!("unknown value `{text}`"), Some(hint)))
     }
-
-    /// `"panic-every:2s"`, `"error-every:2s"` or `"stall-for:5s"`.
-    fn fault(&self, field: &Field) -> Result<SourceFault> {
-        let forms = format!(
-            "faults: {}, with DURATION such as \"2s\" or \"500ms\"",
-            SourceFault::KINDS
-                .map(|kind| format!("{kind}:DURATION"))
-                .join(", ")
-        );
-        let Some(text) = field.item.as_str() else {
-            return Err(self.wrong_type(field, "a string", Some(forms)));
-        };
-        let (kind, duration) = text.split_once(':').unwrap_or((text, ""));
-        let fault = match kind.trim() {
-            "panic-every" => SourceFault::PanicEvery,
-            "error-every" => SourceFault::ErrorEvery,
-            "stall-for" => SourceFault::StallFor,
-            _ => {
-                let hint = match nearest(kind.trim(), SourceFault::KINDS.iter().copied()) {
-                    Some(near) => format!("did you mean `{near}:{}`? ({forms})", duration.trim()),
-                    None => forms,
-                };
-                return Err(self.at(field, format!("unknown fault `{text}`"), Some(hint)));
-            }
-        };
-        let duration = parse_duration(duration).map_err(|err| {
-            let hint = match err.hint {
-                Some(unit_hint) => format!("{unit_hint}; {forms}"),
-                None => forms.clone(),
-            };
-            self.at(field, format!("`{text}`: {}", err.message), Some(hint))
-        })?;
-        if duration.is_zero() {
-            return Err(self.at(
-                field,
-                format!("`{text}`: the duration must be more than 0"),
-                Some(forms),
-            ));
-        }
-        Ok(fault(duration))
-    }
-
-    /// Hz as a number, or `"max"`.
-    fn rate(&self, field: &Field) -> Result<Rate> {
-        let hz = match field.item.as_value() {
-            Some(Value::Integer(value)) => *value.value() as f64,
-            Some(Value::Float(value)) => *value.value(),
-            Some(Value::String(value)) if value.value() == "max" => return Ok(Rate::Max),
-            Some(Value::String(value)) => {
-                let text = value.value().trim();
-                let number = text.strip_suffix("Hz").unwrap_or(text).trim();
-                let hint = if number.parse::<f64>().is_ok() {
-                    format!("write rate = {number}, a number in Hz without quotes")
-                } else {
-                    "write a number in Hz (rate = 10) or \"max\"".to_owned()
-                };
-                return Err(self.at(
-                    field,
-                    format!("unknown rate `{}`", value.value()),
-                    Some(hint),
-                ));
-            }
-            _ => return Err(self.wrong_type(field, "a rate (a number in Hz or \"max\")", None)),
-        };
-        if !(hz > 0.0 && hz <= limits::RATE_MAX_HZ) {
-            return Err(self.at(
-                field,
-                format!(
-                    "must be more than 0 and at most {} Hz, got {hz}",
-                    limits::RATE_MAX_HZ
-                ),
-                Some("write rate = \"max\" to generate as fast as the pipeline accepts".to_owned())
-                    .filter(|_| hz > limits::RATE_MAX_HZ),
-            ));
-        }
-        Ok(Rate::Hz(hz))
-    }
 }
 
 /// The candidate nearest to `word` by edit distance (a swap of two
 /// neighbouring letters counting as one edit), when near enough to be what
 /// was meant: within a third of the word's length, as cargo does.
-fn nearest<'c>(word: &str, candidates: impl Iterator<Item = &'c str>) -> Option<&'c str> {
+pub(crate) fn nearest<'c>(
+    word: &str,
+    candidates: impl Iterator<Item = &'c str>,
+) -> Option<&'c str> {
     let limit = word.chars().count().max(3) / 3;
     candidates
         .map(|candidate| {
@@ -1265,7 +448,7 @@ fn nearest<'c>(word: &str, candidates: impl Iterator<Item = &'c str>) -> Option<
 }
 
 /// The powers of two just below and just above `n` (not itself one).
-fn nearest_powers_of_two(n: u64) -> (u64, u64) {
+pub(crate) fn nearest_powers_of_two(n: u64) -> (u64, u64) {
     let above = n.checked_next_power_of_two().unwrap_or(1 << 63);
     (above / 2, above)
 }
@@ -1283,10 +466,11 @@ fn a(type_name: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{StorageConfig, SyntheticKind};
 
     #[test]
     fn nearest_finds_typos_and_ignores_strangers() {
-        let keys = STORAGE_KEYS.iter().copied();
+        let keys = StorageConfig::KEYS.iter().copied();
         assert_eq!(nearest("blok_size", keys.clone()), Some("block_size"));
         assert_eq!(nearest("BACKEND", keys.clone()), Some("backend"));
         assert_eq!(nearest("queue", keys.clone()), None);
@@ -1297,52 +481,6 @@ mod tests {
             nearest("sensor_msgs/Imu", types.iter().copied()),
             Some("sensor_msgs/msg/Imu")
         );
-    }
-
-    #[test]
-    fn topic_rules() {
-        for good in ["/imu", "/imu/data", "/a_b/C9", "/_private"] {
-            assert_eq!(check_topic(good), Ok(()), "{good}");
-        }
-        for bad in [
-            "imu", "", "/", "/imu/", "/a//b", "/a-b", "/a b", "/9imu", "/cam/2d",
-        ] {
-            assert!(check_topic(bad).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn session_prefix_rules() {
-        assert_eq!(check_session_prefix("edgerec"), Ok(()));
-        assert_eq!(check_session_prefix("car-07_run"), Ok(()));
-        assert_eq!(check_session_prefix(&"a".repeat(64)), Ok(()));
-        assert!(check_session_prefix(&"a".repeat(65)).is_err());
-        assert!(check_session_prefix("").is_err());
-        assert!(check_session_prefix("a/b").is_err());
-        assert!(check_session_prefix("ü").is_err());
-    }
-
-    /// config/edgerec.toml is the documentation of every key: each must be
-    /// in it, the synthetic ones in the commented-out example.
-    #[test]
-    fn appliance_file_sets_every_key() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../config/edgerec.toml");
-        let text = std::fs::read_to_string(path).unwrap();
-        let document = toml_edit::Document::parse(text.as_str()).unwrap();
-        for (table, keys) in TABLES.iter().filter(|(t, _)| !t.starts_with("[[")) {
-            let name = table.trim_matches(['[', ']']);
-            let section = document[name].as_table().unwrap();
-            // The LED map is board-specific and the appliance records no
-            // synthetic channels: each is an example, commented out.
-            for key in keys.iter().filter(|k| !["states", "synthetic"].contains(k)) {
-                assert!(section.contains_key(key), "{table} {key} missing");
-            }
-        }
-        assert!(text.contains("\n# [leds.states]\n"));
-        assert!(text.contains("\n# [[sources.synthetic]]\n"));
-        for key in SYNTHETIC_KEYS {
-            assert!(text.contains(&format!("\n# {key} = ")), "{key} missing");
-        }
     }
 
     #[test]

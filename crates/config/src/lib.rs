@@ -45,27 +45,50 @@
 //! Sizes are written as bytes (`4096`) or with a unit (`"512KiB"`,
 //! `"4 MiB"`, `"1MB"`), durations always with a unit (`"500ms"`, `"1.5s"`);
 //! see [`parse_size`] and [`parse_duration`].
+//!
+//! Each key is defined once, as one row of a `section!` table in
+//! `src/config.rs`: its field and docs, its default, and the rule that reads
+//! and checks it (`block_size: u64 = MIB, power_of_two_size(4 * KIB..=64 *
+//! MIB);`). The table makes the public struct, its `Default`, the key list
+//! behind the nearest-key and "belongs in" hints, and the reading of the
+//! table, in row order, so that a check that compares keys sees the rows
+//! above it. Keys that compare with others name a check (`src/checks.rs`),
+//! values with a grammar of their own name a reader (`src/readers.rs`).
+//! `config/edgerec.toml` documents the same keys, and a test fails when a
+//! key is missing from it or set to anything but its default. The table is
+//! a `macro_rules!` macro rather than a derive: a derive needs its own
+//! proc-macro crate, `syn` and `quote` in every build (the appliance's
+//! cross build included), and attributes whose defaults and rules would be
+//! Rust expressions in strings; the macro keeps them plain, type-checked Rust
+//! in the crate that uses them, at the cost of a fixed row syntax.
 #![deny(missing_docs)]
 // `ConfigError` is a plain struct of path, position, key, message and hint
 // that other crates read field by field; boxing it to shrink `Result` would
 // save nothing worth having in a parse that runs once at start-up.
 #![allow(clippy::result_large_err)]
 
+mod checks;
 mod config;
 mod document;
 mod error;
+mod readers;
+mod schema;
 mod units;
+mod values;
 
 use std::path::Path;
 
 pub use config::{
-    ClockConfig, ClockSourceKind, Compression, Config, HealthConfig, LedsConfig, McapConfig,
-    MetricsConfig, PipelineConfig, Rate, RecordingConfig, RetentionConfig, RosDistro,
-    SegmentConfig, SourceFault, SourcesConfig, StorageBackend, StorageConfig, SyntheticChannel,
-    SyntheticKind, HEALTH_STATES,
+    ClockConfig, Config, HealthConfig, LedsConfig, McapConfig, MetricsConfig, PipelineConfig,
+    RecordingConfig, RetentionConfig, SegmentConfig, SourcesConfig, StorageConfig,
+    SyntheticChannel,
 };
 pub use error::ConfigError;
 pub use units::{parse_duration, parse_size, UnitError};
+pub use values::{
+    ClockSourceKind, Compression, Rate, RosDistro, SourceFault, StorageBackend, SyntheticKind,
+    HEALTH_STATES,
+};
 
 impl Config {
     /// Reads and validates the configuration file at `path`.

@@ -1,0 +1,186 @@
+//! The checks that span keys: each is named by a row of the schema
+//! (`config.rs`) as its `then` or by a table as its `check`, and runs when
+//! the keys it compares have been read, so that its error points at a key
+//! the file sets.
+
+use crate::document::{Cx, Table};
+use crate::schema::Result;
+use crate::units::{Size, Time};
+use crate::values::ClockSourceKind;
+use crate::{ClockConfig, Config, HealthConfig, SourcesConfig, SyntheticChannel};
+
+/// The chunker fills one chunk while the compressors hold others and the
+/// sequencer waits on the oldest; fewer than four chunks of budget stalls the
+/// pipeline on its own chunks.
+const CHUNKS_IN_BUDGET: u64 = 4;
+
+/// `pipeline.memory_budget >= 4 x mcap.chunk_size`, blamed on whichever of
+/// the two the file sets (memory_budget when both are).
+pub(crate) fn memory_budget_holds_chunks(cx: &Cx, root: &Table, config: &Config) -> Result<()> {
+    let needed = config.mcap.chunk_size * CHUNKS_IN_BUDGET;
+    if config.pipeline.memory_budget >= needed {
+        return Ok(());
+    }
+    let hint = Some(format!(
+        "raise pipeline.memory_budget to at least \"{}\" or lower mcap.chunk_size",
+        Size(needed).to_string().replace(' ', "")
+    ));
+    let memory_budget = root.field_in("pipeline", "memory_budget");
+    let chunk_size = root.field_in("mcap", "chunk_size");
+    match (memory_budget, chunk_size) {
+        (Some(field), _) => Err(cx.at(
+            &field,
+            format!(
+                "must be at least {CHUNKS_IN_BUDGET} x mcap.chunk_size ({}), got {}",
+                Size(needed),
+                Size(config.pipeline.memory_budget)
+            ),
+            hint,
+        )),
+        (None, Some(field)) => Err(cx.at(
+            &field,
+            format!(
+                "needs pipeline.memory_budget of at least {CHUNKS_IN_BUDGET} x chunk_size ({}), \
+                 but memory_budget is {} (the default)",
+                Size(needed),
+                Size(config.pipeline.memory_budget)
+            ),
+            hint,
+        )),
+        // The defaults satisfy the rule, so one of the two is in the file.
+        (None, None) => Ok(()),
+    }
+}
+
+/// `sources.restart_backoff_max >= sources.restart_backoff_min`, blamed on
+/// whichever of the two comes later in the file (the one the file sets when
+/// only one is).
+pub(crate) fn restart_backoff_in_order(
+    cx: &Cx,
+    table: &Table,
+    config: &SourcesConfig,
+) -> Result<()> {
+    let (low, high) = (config.restart_backoff_min, config.restart_backoff_max);
+    if high >= low {
+        return Ok(());
+    }
+    let hint = Some(format!(
+        "raise sources.restart_backoff_max to at least \"{}\" or lower \
+         sources.restart_backoff_min",
+        Time(low)
+    ));
+    let min = table.field("restart_backoff_min");
+    let max = table.field("restart_backoff_max");
+    let start = |field: &Option<crate::document::Field>| {
+        field.as_ref().and_then(|f| f.span()).map(|span| span.start)
+    };
+    let blame_max = match (&min, &max) {
+        (Some(_), Some(_)) => start(&max) > start(&min),
+        (None, Some(_)) => true,
+        (Some(_), None) => false,
+        // The defaults satisfy the rule, so one of the two is in the file.
+        (None, None) => return Ok(()),
+    };
+    match (blame_max, min, max) {
+        (true, _, Some(field)) => Err(cx.at(
+            &field,
+            format!(
+                "must be at least sources.restart_backoff_min ({}), got {}",
+                Time(low),
+                Time(high)
+            ),
+            hint,
+        )),
+        (false, Some(field), max) => {
+            let default = if max.is_none() { " (the default)" } else { "" };
+            Err(cx.at(
+                &field,
+                format!(
+                    "must be at most sources.restart_backoff_max ({}{default}), got {}",
+                    Time(high),
+                    Time(low)
+                ),
+                hint,
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Each synthetic channel records its own topic; the newest entry is
+/// checked against those before it.
+pub(crate) fn unique_topic(
+    cx: &Cx,
+    entries: &[Table],
+    channels: &[SyntheticChannel],
+) -> Result<()> {
+    let (Some(new), Some((entry, earlier))) = (channels.last(), entries.split_last()) else {
+        return Ok(());
+    };
+    let Some(first) = channels.iter().position(|c| c.topic == new.topic) else {
+        return Ok(());
+    };
+    let (Some(topic_field), Some(first_entry)) = (entry.field("topic"), earlier.get(first)) else {
+        // The newest is the first with its topic.
+        return Ok(());
+    };
+    let line = cx
+        .line(first_entry.field("topic").and_then(|f| f.span()))
+        .map_or(String::new(), |line| format!(" (line {line})"));
+    Err(cx.at(
+        &topic_field,
+        format!("duplicate topic `{}`", new.topic),
+        Some(format!(
+            "sources.synthetic[{first}]{line} already records it; give each channel its own topic"
+        )),
+    ))
+}
+
+/// A stage must be found stalled before the watchdog resets the board,
+/// or the fault file never says which stage it was.
+pub(crate) fn stage_deadline_below_timeout(
+    cx: &Cx,
+    table: &Table,
+    config: &HealthConfig,
+) -> Result<()> {
+    if config.watchdog.as_os_str().is_empty() || config.stage_deadline < config.watchdog_timeout {
+        return Ok(());
+    }
+    let Some(field) = table
+        .field("stage_deadline")
+        .or_else(|| table.field("watchdog_timeout"))
+    else {
+        return Ok(());
+    };
+    Err(cx.at(
+        &field,
+        format!(
+            "health.stage_deadline ({}) must be shorter than health.watchdog_timeout \
+             ({}), or a stalled stage resets the board before it is noticed and \
+             written down",
+            Time(config.stage_deadline),
+            Time(config.watchdog_timeout)
+        ),
+        Some("make the stage deadline at most half of the watchdog timeout".to_owned()),
+    ))
+}
+
+/// `clock.source = "phc"` reads the clock `clock.phc` names, so it must
+/// name one.
+pub(crate) fn phc_source_has_a_clock(cx: &Cx, table: &Table, config: &ClockConfig) -> Result<()> {
+    let Some(field) = table.field("source") else {
+        return Ok(());
+    };
+    if config.source == ClockSourceKind::Phc && config.phc.is_empty() {
+        return Err(cx.at(
+            &field,
+            "source \"phc\" needs the PTP hardware clock",
+            Some(
+                "set clock.phc to a device (\"/dev/ptp0\") or a network interface \
+                 (\"eth0\"); `ethtool -T <interface>` shows its PHC index"
+                    .to_owned(),
+            ),
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,369 @@
+//! Readers of the keys whose values a type and a range cannot describe:
+//! topic names, the session prefix, a synthetic channel's rate and fault,
+//! the Prometheus address, the LED map and its patterns, and the ranges
+//! that depend on another key or say more than "from .. to". Each is named
+//! by its row in the schema (`config.rs`).
+
+use std::ops::RangeInclusive;
+use std::time::Duration;
+
+use toml_edit::Value;
+
+use crate::document::{nearest, Cx, Field};
+use crate::schema::{read_with_config, Result, Rule};
+use crate::units::{parse_duration, Size};
+use crate::values::{Compression, Rate, SourceFault, HEALTH_STATES};
+use crate::{McapConfig, StorageConfig};
+
+/// Longest session prefix: it becomes part of directory and file names.
+const SESSION_PREFIX_MAX: usize = 64;
+
+/// Shortest and longest on and off times of a `blink:ON_MS/OFF_MS` LED
+/// pattern, in ms.
+const LED_DELAY_MS: (u64, u64) = (1, 60_000);
+
+/// A fully qualified ROS 2 topic name.
+pub(crate) fn topic(cx: &Cx, field: &Field) -> Result<String> {
+    let topic = cx.string(field)?;
+    check_topic(topic).map_err(|(message, hint)| cx.at(field, message, hint))?;
+    Ok(topic.to_owned())
+}
+
+/// ROS 2's rules for a fully qualified topic name (rmw
+/// `rmw_validate_full_topic_name`), less the length limit, which depends on
+/// the middleware.
+fn check_topic(topic: &str) -> std::result::Result<(), (String, Option<String>)> {
+    if !topic.starts_with('/') {
+        return Err((
+            "a topic name must start with `/`".to_owned(),
+            Some(format!(
+                "write \"/{topic}\": a recorder has no namespace to resolve a relative name in"
+            )),
+        ));
+    }
+    if let Some(bad) = topic
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '/'))
+    {
+        return Err((
+            format!("`{topic}` contains `{bad}`, which a ROS 2 topic name cannot"),
+            Some("use letters, digits, `_` and `/`".to_owned()),
+        ));
+    }
+    if topic.contains("//") {
+        return Err((format!("`{topic}` contains `//`, an empty name part"), None));
+    }
+    if topic.ends_with('/') {
+        return Err((format!("`{topic}` must not end with `/`"), None));
+    }
+    if let Some(part) = topic
+        .split('/')
+        .find(|part| part.starts_with(|c: char| c.is_ascii_digit()))
+    {
+        return Err((
+            format!(
+                "`{topic}`: the part `{part}` starts with a digit, which a ROS 2 topic name cannot"
+            ),
+            None,
+        ));
+    }
+    Ok(())
+}
+
+/// The first part of every session's name.
+pub(crate) fn session_prefix(cx: &Cx, field: &Field) -> Result<String> {
+    let prefix = cx.string(field)?;
+    check_session_prefix(prefix).map_err(|(message, hint)| cx.at(field, message, hint))?;
+    Ok(prefix.to_owned())
+}
+
+fn check_session_prefix(prefix: &str) -> std::result::Result<(), (String, Option<String>)> {
+    let allowed =
+        "use letters, digits, `_` and `-`: the prefix becomes part of directory and file names";
+    if prefix.is_empty() {
+        return Err(("must not be empty".to_owned(), Some(allowed.to_owned())));
+    }
+    let length = prefix.chars().count();
+    if length > SESSION_PREFIX_MAX {
+        return Err((
+            format!("is {length} characters long, at most {SESSION_PREFIX_MAX} are allowed"),
+            None,
+        ));
+    }
+    if let Some(bad) = prefix
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_' || *c == '-'))
+    {
+        return Err((
+            format!("`{prefix}` contains `{bad}`, which is not allowed"),
+            Some(allowed.to_owned()),
+        ));
+    }
+    Ok(())
+}
+
+/// Hz as a number above 0 and at most `max_hz`, or `"max"`.
+pub(crate) fn rate<C>(max_hz: f64) -> impl Rule<C, Rate> {
+    read_with_config(move |cx: &Cx, field: &Field, _: &C| {
+        let hz = match field.item.as_value() {
+            Some(Value::Integer(value)) => *value.value() as f64,
+            Some(Value::Float(value)) => *value.value(),
+            Some(Value::String(value)) if value.value() == "max" => return Ok(Rate::Max),
+            Some(Value::String(value)) => {
+                let text = value.value().trim();
+                let number = text.strip_suffix("Hz").unwrap_or(text).trim();
+                let hint = if number.parse::<f64>().is_ok() {
+                    format!("write rate = {number}, a number in Hz without quotes")
+                } else {
+                    "write a number in Hz (rate = 10) or \"max\"".to_owned()
+                };
+                return Err(cx.at(
+                    field,
+                    format!("unknown rate `{}`", value.value()),
+                    Some(hint),
+                ));
+            }
+            _ => return Err(cx.wrong_type(field, "a rate (a number in Hz or \"max\")", None)),
+        };
+        if !(hz > 0.0 && hz <= max_hz) {
+            return Err(cx.at(
+                field,
+                format!("must be more than 0 and at most {max_hz} Hz, got {hz}"),
+                Some("write rate = \"max\" to generate as fast as the pipeline accepts".to_owned())
+                    .filter(|_| hz > max_hz),
+            ));
+        }
+        Ok(Rate::Hz(hz))
+    })
+}
+
+/// `"panic-every:2s"`, `"error-every:2s"` or `"stall-for:5s"`.
+pub(crate) fn fault(cx: &Cx, field: &Field) -> Result<Option<SourceFault>> {
+    let forms = format!(
+        "faults: {}, with DURATION such as \"2s\" or \"500ms\"",
+        SourceFault::KINDS
+            .map(|kind| format!("{kind}:DURATION"))
+            .join(", ")
+    );
+    let Some(text) = field.item.as_str() else {
+        return Err(cx.wrong_type(field, "a string", Some(forms)));
+    };
+    let (kind, duration) = text.split_once(':').unwrap_or((text, ""));
+    let fault = match kind.trim() {
+        "panic-every" => SourceFault::PanicEvery,
+        "error-every" => SourceFault::ErrorEvery,
+        "stall-for" => SourceFault::StallFor,
+        _ => {
+            let hint = match nearest(kind.trim(), SourceFault::KINDS.iter().copied()) {
+                Some(near) => format!("did you mean `{near}:{}`? ({forms})", duration.trim()),
+                None => forms,
+            };
+            return Err(cx.at(field, format!("unknown fault `{text}`"), Some(hint)));
+        }
+    };
+    let duration = parse_duration(duration).map_err(|err| {
+        let hint = match err.hint {
+            Some(unit_hint) => format!("{unit_hint}; {forms}"),
+            None => forms.clone(),
+        };
+        cx.at(field, format!("`{text}`: {}", err.message), Some(hint))
+    })?;
+    if duration.is_zero() {
+        return Err(cx.at(
+            field,
+            format!("`{text}`: the duration must be more than 0"),
+            Some(forms),
+        ));
+    }
+    Ok(Some(fault(duration)))
+}
+
+/// An IP address and port, or empty for none.
+pub(crate) fn socket_address(cx: &Cx, field: &Field) -> Result<String> {
+    let address = cx.string(field)?;
+    if !address.is_empty() && address.parse::<std::net::SocketAddr>().is_err() {
+        return Err(cx.at(
+            field,
+            format!("`{address}` is not an IP address and port"),
+            Some("write \"127.0.0.1:9464\", or \"\" to turn the endpoint off".to_owned()),
+        ));
+    }
+    Ok(address.to_owned())
+}
+
+/// A duration in `range` and in whole seconds, as the watchdog ioctl takes
+/// it.
+pub(crate) fn watchdog_timeout<C>(range: RangeInclusive<Duration>) -> impl Rule<C, Duration> {
+    let bounds = (*range.start(), *range.end());
+    read_with_config(move |cx: &Cx, field: &Field, _: &C| {
+        let timeout = cx.duration_in(field, bounds)?;
+        if timeout.subsec_nanos() != 0 {
+            return Err(cx.at(
+                field,
+                "the watchdog timeout is set in whole seconds",
+                Some(format!("write \"{}s\"", timeout.as_secs_f64().ceil())),
+            ));
+        }
+        Ok(timeout)
+    })
+}
+
+/// 0 (off), or a size from `storage.block_size` to `max`.
+pub(crate) fn preallocate(max: u64) -> impl Rule<StorageConfig, u64> {
+    read_with_config(move |cx: &Cx, field: &Field, config: &StorageConfig| {
+        let preallocate = cx.size(field)?;
+        if preallocate != 0 && !(config.block_size..=max).contains(&preallocate) {
+            return Err(cx.at(
+                field,
+                format!(
+                    "must be 0 (off) or from block_size ({}) to {}, got {}",
+                    Size(config.block_size),
+                    Size(max),
+                    Size(preallocate)
+                ),
+                None,
+            ));
+        }
+        Ok(preallocate)
+    })
+}
+
+/// A zstd level in `levels`. lz4 and none have no levels: the key is then
+/// ignored, but it still has to be a level zstd could use if compression
+/// changes.
+pub(crate) fn zstd_level(levels: RangeInclusive<i32>) -> impl Rule<McapConfig, i32> {
+    read_with_config(move |cx: &Cx, field: &Field, config: &McapConfig| {
+        let bounds = match config.compression {
+            Compression::Zstd => (i64::from(*levels.start()), i64::from(*levels.end())),
+            Compression::Lz4 | Compression::None => (i64::from(i32::MIN), i64::from(i32::MAX)),
+        };
+        // In range of an i32 either way.
+        Ok(cx.integer_in(field, bounds)? as i32)
+    })
+}
+
+/// Health state -> [(LED name, pattern)], in file order: the type of
+/// `LedsConfig::states`.
+type LedStates = Vec<(String, Vec<(String, String)>)>;
+
+/// `[leds.states]`: health state -> { LED name = pattern }, in file order.
+pub(crate) fn led_states(cx: &Cx, field: &Field) -> Result<LedStates> {
+    let states = field.table(cx)?;
+    let mut config = Vec::new();
+    for (state, _) in states.table.iter() {
+        let Some(field) = states.field(state) else {
+            continue;
+        };
+        if !HEALTH_STATES.contains(&state) {
+            let listing = HEALTH_STATES.join(", ");
+            let hint = match nearest(state, HEALTH_STATES.iter().copied()) {
+                Some(near) => format!("did you mean `{near}`? (health states: {listing})"),
+                None => format!("health states: {listing}"),
+            };
+            let span = states.table.key(state).and_then(|k| k.span());
+            return Err(cx.error(span, Some(field.key), "unknown health state", Some(hint)));
+        }
+        let Some(leds) = field.item.as_table_like() else {
+            return Err(cx.wrong_type(
+                &field,
+                "a table of LED name = pattern",
+                Some(format!("write {state} = {{ \"status\" = \"on\" }}")),
+            ));
+        };
+        let leds = crate::document::Table {
+            path: field.key.clone(),
+            name: format!("[leds.states.{state}]"),
+            table: leds,
+            span: field.span(),
+        };
+        let mut list = Vec::new();
+        for (led, _) in leds.table.iter() {
+            let Some(pattern_field) = leds.field(led) else {
+                continue;
+            };
+            if led.is_empty() || led.contains('/') || led == "." || led == ".." {
+                let span = leds.table.key(led).and_then(|k| k.span());
+                return Err(cx.error(
+                    span,
+                    Some(pattern_field.key),
+                    format!("`{led}` is not an LED name"),
+                    Some(
+                        "use the directory name under /sys/class/leds, e.g. \"status\"".to_owned(),
+                    ),
+                ));
+            }
+            let pattern = cx.string(&pattern_field)?;
+            check_led_pattern(pattern).map_err(|message| {
+                cx.at(
+                    &pattern_field,
+                    message,
+                    Some(
+                        "patterns: \"off\", \"on\", \"blink\" (500/500 ms), \"blink-fast\" \
+                         (100/100 ms), \"blink:ON_MS/OFF_MS\""
+                            .to_owned(),
+                    ),
+                )
+            })?;
+            list.push((led.to_owned(), pattern.to_owned()));
+        }
+        config.push((state.to_owned(), list));
+    }
+    Ok(config)
+}
+
+/// The pattern grammar the health crate's LED driver reads; checked here
+/// so a bad pattern is a config error with its line.
+fn check_led_pattern(pattern: &str) -> std::result::Result<(), String> {
+    match pattern {
+        "off" | "on" | "blink" | "blink-fast" => Ok(()),
+        _ => {
+            let Some(times) = pattern.strip_prefix("blink:") else {
+                return Err(format!("unknown LED pattern `{pattern}`"));
+            };
+            let (on, off) = times
+                .split_once('/')
+                .ok_or_else(|| format!("`{pattern}` needs ON_MS/OFF_MS after `blink:`"))?;
+            for part in [on, off] {
+                let ms: u64 = part
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("`{part}` in `{pattern}` is not a number of ms"))?;
+                if !(LED_DELAY_MS.0..=LED_DELAY_MS.1).contains(&ms) {
+                    return Err(format!(
+                        "{ms} ms in `{pattern}` is outside {}..{} ms",
+                        LED_DELAY_MS.0, LED_DELAY_MS.1
+                    ));
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn topic_rules() {
+        for good in ["/imu", "/imu/data", "/a_b/C9", "/_private"] {
+            assert_eq!(check_topic(good), Ok(()), "{good}");
+        }
+        for bad in [
+            "imu", "", "/", "/imu/", "/a//b", "/a-b", "/a b", "/9imu", "/cam/2d",
+        ] {
+            assert!(check_topic(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn session_prefix_rules() {
+        assert_eq!(check_session_prefix("edgerec"), Ok(()));
+        assert_eq!(check_session_prefix("car-07_run"), Ok(()));
+        assert_eq!(check_session_prefix(&"a".repeat(64)), Ok(()));
+        assert!(check_session_prefix(&"a".repeat(65)).is_err());
+        assert!(check_session_prefix("").is_err());
+        assert!(check_session_prefix("a/b").is_err());
+        assert!(check_session_prefix("ü").is_err());
+    }
+}

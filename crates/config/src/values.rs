@@ -1,0 +1,265 @@
+//! The values a key can take that are more than a number, a size, a
+//! duration or a string: the enums with their TOML spellings, a synthetic
+//! channel's rate and its injected fault.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::units::Time;
+
+/// The recording clock; TOML `"realtime"`, `"tai"` or `"phc"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ClockSourceKind {
+    /// CLOCK_REALTIME, which phc2sys disciplines on the appliance.
+    #[default]
+    Realtime,
+    /// CLOCK_TAI: realtime plus the kernel's TAI offset.
+    Tai,
+    /// The PTP hardware clock named by `clock.phc`, read directly.
+    Phc,
+}
+
+impl ClockSourceKind {
+    /// Every source, in the order the TOML spellings are listed.
+    pub const ALL: [ClockSourceKind; 3] = [
+        ClockSourceKind::Realtime,
+        ClockSourceKind::Tai,
+        ClockSourceKind::Phc,
+    ];
+
+    /// The TOML spelling.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ClockSourceKind::Realtime => "realtime",
+            ClockSourceKind::Tai => "tai",
+            ClockSourceKind::Phc => "phc",
+        }
+    }
+}
+
+/// ROS 2 distribution; TOML `"humble"` or `"jazzy"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum RosDistro {
+    /// Humble Hawksbill (Ubuntu 22.04, JetPack 6).
+    #[default]
+    Humble,
+    /// Jazzy Jalisco (Ubuntu 24.04).
+    Jazzy,
+}
+
+impl RosDistro {
+    /// Every distribution, in the order the TOML spellings are listed.
+    pub const ALL: [RosDistro; 2] = [RosDistro::Humble, RosDistro::Jazzy];
+
+    /// The TOML spelling, also the name ROS 2 uses: `"humble"`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            RosDistro::Humble => "humble",
+            RosDistro::Jazzy => "jazzy",
+        }
+    }
+}
+
+impl fmt::Display for RosDistro {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Kernel interface for writing segments; TOML `"auto"`, `"io_uring"`,
+/// `"pwrite_direct"` or `"buffered"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum StorageBackend {
+    /// The fastest the kernel and file system offer, probed at start.
+    #[default]
+    Auto,
+    /// io_uring with O_DIRECT.
+    IoUring,
+    /// pwrite(2) with O_DIRECT.
+    PwriteDirect,
+    /// pwrite(2) through the page cache.
+    Buffered,
+}
+
+impl StorageBackend {
+    /// Every backend, in the order the TOML spellings are listed.
+    pub const ALL: [StorageBackend; 4] = [
+        StorageBackend::Auto,
+        StorageBackend::IoUring,
+        StorageBackend::PwriteDirect,
+        StorageBackend::Buffered,
+    ];
+
+    /// The TOML spelling: `"io_uring"`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            StorageBackend::Auto => "auto",
+            StorageBackend::IoUring => "io_uring",
+            StorageBackend::PwriteDirect => "pwrite_direct",
+            StorageBackend::Buffered => "buffered",
+        }
+    }
+}
+
+impl fmt::Display for StorageBackend {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Chunk compression; TOML `"none"`, `"lz4"` or `"zstd"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Compression {
+    /// Chunks stored as they are.
+    #[default]
+    None,
+    /// LZ4 frames: fast, modest ratio.
+    Lz4,
+    /// Zstandard at [`McapConfig::compression_level`](crate::McapConfig::compression_level).
+    Zstd,
+}
+
+impl Compression {
+    /// Every compression, in the order the TOML spellings are listed.
+    pub const ALL: [Compression; 3] = [Compression::None, Compression::Lz4, Compression::Zstd];
+
+    /// The TOML spelling, also MCAP's name for it except for none (MCAP
+    /// writes an empty string): `"zstd"`.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Compression::None => "none",
+            Compression::Lz4 => "lz4",
+            Compression::Zstd => "zstd",
+        }
+    }
+}
+
+impl fmt::Display for Compression {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Message type of a synthetic channel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SyntheticKind {
+    /// `sensor_msgs/msg/Imu`.
+    Imu,
+    /// `sensor_msgs/msg/PointCloud2`.
+    PointCloud2,
+    /// `sensor_msgs/msg/Image`.
+    Image,
+    /// `std_msgs/msg/String`.
+    String,
+}
+
+impl SyntheticKind {
+    /// Every kind, in the order the TOML spellings are listed.
+    pub const ALL: [SyntheticKind; 4] = [
+        SyntheticKind::Imu,
+        SyntheticKind::PointCloud2,
+        SyntheticKind::Image,
+        SyntheticKind::String,
+    ];
+
+    /// The full ROS 2 type name, also the TOML spelling:
+    /// `"sensor_msgs/msg/Imu"`.
+    pub fn ros_type(&self) -> &'static str {
+        match self {
+            SyntheticKind::Imu => "sensor_msgs/msg/Imu",
+            SyntheticKind::PointCloud2 => "sensor_msgs/msg/PointCloud2",
+            SyntheticKind::Image => "sensor_msgs/msg/Image",
+            SyntheticKind::String => "std_msgs/msg/String",
+        }
+    }
+}
+
+impl fmt::Display for SyntheticKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.ros_type())
+    }
+}
+
+/// Messages per second of a synthetic channel.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Rate {
+    /// This many messages per second; more than 0, at most 10 000 000.
+    Hz(f64),
+    /// As fast as the pipeline accepts them: for measuring throughput.
+    Max,
+}
+
+impl Rate {
+    /// Time between two messages; `None` for [`Rate::Max`].
+    pub fn period(&self) -> Option<Duration> {
+        match self {
+            Rate::Hz(hz) => Some(Duration::from_secs_f64(1.0 / hz)),
+            Rate::Max => None,
+        }
+    }
+}
+
+impl fmt::Display for Rate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Rate::Hz(hz) => write!(f, "{hz} Hz"),
+            Rate::Max => f.write_str("max"),
+        }
+    }
+}
+
+/// Fault injection for a synthetic source (`sources.synthetic[].fault`).
+///
+/// TOML `"panic-every:DURATION"`, `"error-every:DURATION"` or
+/// `"stall-for:DURATION"`, the duration more than zero. Times count the
+/// source's running time, not the wall clock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SourceFault {
+    /// The source panics every this long of running.
+    PanicEvery(Duration),
+    /// The source returns an error every this long of running.
+    ErrorEvery(Duration),
+    /// After 1 s of running the source stops producing and stops reporting
+    /// liveness for this long.
+    StallFor(Duration),
+}
+
+impl SourceFault {
+    /// The TOML spellings before the `:`, in the order they are listed.
+    pub const KINDS: [&'static str; 3] = ["panic-every", "error-every", "stall-for"];
+
+    /// The TOML spelling before the `:`: `"panic-every"`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            SourceFault::PanicEvery(_) => "panic-every",
+            SourceFault::ErrorEvery(_) => "error-every",
+            SourceFault::StallFor(_) => "stall-for",
+        }
+    }
+
+    /// The duration after the `:`.
+    pub fn duration(&self) -> Duration {
+        match self {
+            SourceFault::PanicEvery(d) | SourceFault::ErrorEvery(d) | SourceFault::StallFor(d) => {
+                *d
+            }
+        }
+    }
+}
+
+impl fmt::Display for SourceFault {
+    /// The TOML spelling: `panic-every:2s`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.kind(), Time(self.duration()))
+    }
+}
+
+/// Health state names `[leds.states]` accepts.
+pub const HEALTH_STATES: [&str; 6] = [
+    "booting",
+    "idle",
+    "recording",
+    "degraded",
+    "fault",
+    "disk-full",
+];
