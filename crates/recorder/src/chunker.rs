@@ -29,9 +29,6 @@ const RELEASE_BATCH: u64 = 256 << 10;
 pub(crate) struct ChunkJob {
     pub(crate) no: u64,
     pub(crate) chunk: OpenChunk,
-    /// Channels whose first messages are in this chunk (sequence numbers
-    /// start at 0 there): the sequencer writes their records first.
-    pub(crate) channels: Vec<u16>,
     /// The last message of each latched channel in this chunk.
     pub(crate) latched: Vec<LatchedMessage>,
 }
@@ -74,6 +71,7 @@ pub(crate) struct Chunker {
 #[derive(Default)]
 struct ChannelState {
     seq: Vec<u32>,
+    /// Whether the channel's latched flag has been read.
     seen: Vec<bool>,
     latched: Vec<bool>,
 }
@@ -93,7 +91,6 @@ impl Chunker {
         intake.doorbell().set_consumer(std::thread::current());
         let mut out = Out {
             b: ChunkBuilder::with_pool(limits.chunk_size + limits.chunk_size / 4, limits.pool - 1),
-            new_channels: Vec::new(),
             latched_now: BTreeMap::new(),
             next_no: 0,
             opened: None,
@@ -132,7 +129,6 @@ impl Chunker {
                 }
                 if !st.seen[id] {
                     st.seen[id] = true;
-                    out.new_channels.push(id as u16);
                     st.latched[id] = ch.spec.latched;
                 }
                 for q in batch.drain(..) {
@@ -218,7 +214,6 @@ impl Chunker {
 /// The chunk being built and what goes with it.
 struct Out {
     b: ChunkBuilder,
-    new_channels: Vec<u16>,
     latched_now: BTreeMap<u16, LatchedMessage>,
     next_no: u64,
     opened: Option<Instant>,
@@ -256,7 +251,6 @@ impl Out {
         jobs.push(ChunkJob {
             no: self.next_no,
             chunk,
-            channels: std::mem::take(&mut self.new_channels),
             latched: std::mem::take(&mut self.latched_now)
                 .into_values()
                 .collect(),

@@ -18,7 +18,6 @@ pub(crate) struct Sealed {
     pub(crate) sealed: SealedChunk,
     /// Budget bytes held until written (the compressed copy).
     pub(crate) charge: u64,
-    pub(crate) channels: Vec<u16>,
     pub(crate) latched: Vec<LatchedMessage>,
 }
 
@@ -71,7 +70,6 @@ pub(crate) fn run(
                 no: job.no,
                 sealed,
                 charge: extra,
-                channels: job.channels,
                 latched: job.latched,
             })
             .is_err()

@@ -542,8 +542,11 @@ impl Sequencer {
     }
 }
 
+/// Writes a chunk after the schema and channel records of every channel in
+/// it that this segment does not have yet: a channel registered while
+/// recording, or one whose first chunks were dropped during a pause.
 fn write_sealed(seg: &mut Segment, s: &Sealed, intake: &Intake) -> Result<(), RecorderError> {
-    for &ch in &s.channels {
+    for &(ch, _) in &s.sealed.channel_counts {
         if !seg.has_channel(ch) {
             if let Some(c) = intake.table().get(ChannelId(ch)) {
                 seg.add_channel(c)?;
