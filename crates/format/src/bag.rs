@@ -1,4 +1,5 @@
-//! rosbag2 bag directories: `metadata.yaml` and its atomic replacement.
+//! rosbag2 bag directories on disk: their segment files and
+//! `metadata.yaml`.
 //!
 //! `ros2 bag info/play` opens a directory through `metadata.yaml`. Humble
 //! reads versions up to 5, Jazzy up to 9; both read 5, so 5 is the default.
@@ -7,11 +8,15 @@
 //! sequence rather than a string. The file is rewritten whenever a segment
 //! closes, through a temporary file, rename and a directory fsync, so a
 //! power cut leaves either the old or the new file, never a torn one.
+//! [`rewrite_metadata`] rebuilds it from the closed segments on disk.
 
 use std::fmt::Write as _;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+use crate::reader::read_summary;
+use crate::FormatError;
 
 /// Which rosbag2 metadata version to write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -261,6 +266,67 @@ pub fn write_file_atomic(dir: &Path, name: &str, data: &[u8]) -> std::io::Result
 /// fsyncs a directory so a rename or create in it is durable.
 pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
     File::open(dir)?.sync_all()
+}
+
+/// Segment files of a bag directory, in segment order (`_<n>` numerically):
+/// closed `.mcap` files and `.mcap.active` ones.
+pub fn segment_files(dir: &Path) -> Result<Vec<PathBuf>, FormatError> {
+    let mut v: Vec<PathBuf> = fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            n.ends_with(".mcap") || n.ends_with(".mcap.active")
+        })
+        .collect();
+    let key = |p: &PathBuf| {
+        let n = p
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("")
+            .to_string();
+        let stem = n
+            .trim_end_matches(".active")
+            .trim_end_matches(".mcap")
+            .to_string();
+        let idx = stem
+            .rsplit('_')
+            .next()
+            .and_then(|s| s.parse::<u64>().ok())
+            .unwrap_or(u64::MAX);
+        (idx, n)
+    };
+    v.sort_by_key(key);
+    Ok(v)
+}
+
+/// Rewrites `dir/metadata.yaml` from the summaries of the closed segments
+/// in `dir` (after a segment was deleted or recovered), keeping the
+/// version the existing file has (Humble when there is none). A segment
+/// whose summary does not read is left out.
+pub fn rewrite_metadata(dir: &Path) -> Result<BagMetadata, FormatError> {
+    let version = match fs::read_to_string(dir.join("metadata.yaml")) {
+        Ok(text) if text.lines().any(|l| l.trim() == "version: 9") => MetadataVersion::Jazzy,
+        _ => MetadataVersion::Humble,
+    };
+    let mut meta = BagMetadata {
+        version,
+        ..Default::default()
+    };
+    for path in segment_files(dir)? {
+        if path.extension().is_some_and(|e| e == "active") {
+            continue;
+        }
+        let Ok(s) = read_summary(&path) else { continue };
+        let Some(st) = &s.statistics else { continue };
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_string();
+        meta.add_file(name, st, &s.channels, &s.schemas);
+    }
+    meta.write_atomic(dir)?;
+    Ok(meta)
 }
 
 /// rosbag2's YAML for one offered QoS profile, as `ros2 bag record` writes

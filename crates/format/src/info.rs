@@ -1,9 +1,13 @@
 //! `edgerec info` and `edgerec check` over a file or a bag directory.
+//!
+//! Read-only: what a bag directory holds and how its `metadata.yaml` is
+//! rebuilt live in [`crate::bag`].
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use crate::bag::segment_files;
 use crate::reader::{check_file, read_summary, CheckReport, FileSummary};
 use crate::FormatError;
 
@@ -72,36 +76,6 @@ pub struct BagInfo {
     pub compressions: Vec<String>,
     /// Drops recorded in the files (`edgerec.drops`), per topic.
     pub drops: BTreeMap<String, u64>,
-}
-
-/// Segment files of a bag directory, in segment order (`_<n>` numerically).
-pub fn segment_files(dir: &Path) -> Result<Vec<PathBuf>, FormatError> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            n.ends_with(".mcap") || n.ends_with(".mcap.active")
-        })
-        .collect();
-    let key = |p: &PathBuf| {
-        let n = p
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("")
-            .to_string();
-        let stem = n
-            .trim_end_matches(".active")
-            .trim_end_matches(".mcap")
-            .to_string();
-        let idx = stem
-            .rsplit('_')
-            .next()
-            .and_then(|s| s.parse::<u64>().ok())
-            .unwrap_or(u64::MAX);
-        (idx, n)
-    };
-    v.sort_by_key(key);
-    Ok(v)
 }
 
 /// Reads the summaries of a file or of every segment of a bag directory.
@@ -333,34 +307,4 @@ pub fn check(path: &Path) -> Result<Vec<FileCheck>, FormatError> {
             FileCheck { path: p, result }
         })
         .collect())
-}
-
-/// Rewrites `dir/metadata.yaml` from the summaries of the closed segments
-/// in `dir` (after a segment was deleted or recovered), keeping the
-/// version the existing file has (Humble when there is none).
-pub fn rewrite_metadata(dir: &Path) -> Result<crate::bag::BagMetadata, FormatError> {
-    use crate::bag::{BagMetadata, MetadataVersion};
-    let version = match std::fs::read_to_string(dir.join("metadata.yaml")) {
-        Ok(text) if text.lines().any(|l| l.trim() == "version: 9") => MetadataVersion::Jazzy,
-        _ => MetadataVersion::Humble,
-    };
-    let mut meta = BagMetadata {
-        version,
-        ..Default::default()
-    };
-    for path in segment_files(dir)? {
-        if path.extension().is_some_and(|e| e == "active") {
-            continue;
-        }
-        let Ok(s) = read_summary(&path) else { continue };
-        let Some(st) = &s.statistics else { continue };
-        let name = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default()
-            .to_string();
-        meta.add_file(name, st, &s.channels, &s.schemas);
-    }
-    meta.write_atomic(dir)?;
-    Ok(meta)
 }

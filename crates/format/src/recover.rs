@@ -35,7 +35,6 @@ use std::path::{Path, PathBuf};
 
 use crate::bag;
 use crate::chunk::{ChunkBuilder, ChunkCompressor, Compression, SealedChunk};
-use crate::info;
 use crate::reader::{self, ReadOutcome, RecordReader};
 use crate::records::{self, op, MAGIC, RECORD_PREFIX};
 use crate::writer::McapWriter;
@@ -376,7 +375,7 @@ pub fn recover_file(path: &Path) -> Result<RecoveryReport, FormatError> {
     if is_bag_dir(&dir, &out) {
         // Before the original goes: if this is interrupted, the next run
         // finds the .active file and writes both again.
-        info::rewrite_metadata(&dir)?;
+        bag::rewrite_metadata(&dir)?;
     }
     if !replaces_itself {
         fs::remove_file(path)?;
@@ -392,7 +391,7 @@ pub fn recover_file(path: &Path) -> Result<RecoveryReport, FormatError> {
 /// its `metadata.yaml` as it is.
 pub fn recover_dir(dir: &Path) -> Result<Vec<RecoveryReport>, FormatError> {
     let mut reports = Vec::new();
-    let files = info::segment_files(dir)?;
+    let files = bag::segment_files(dir)?;
     for p in &files {
         if p.extension().is_some_and(|e| e == "active") {
             reports.push(recover_file(p)?);
@@ -410,11 +409,11 @@ pub fn recover_dir(dir: &Path) -> Result<Vec<RecoveryReport>, FormatError> {
             );
         }
     }
-    let closed = info::segment_files(dir)?
+    let closed = bag::segment_files(dir)?
         .iter()
         .any(|p| p.extension().is_some_and(|e| e == "mcap"));
     if closed {
-        info::rewrite_metadata(dir)?;
+        bag::rewrite_metadata(dir)?;
     }
     Ok(reports)
 }

@@ -131,7 +131,7 @@ impl Session {
     /// Reloads the bag metadata from the closed segments on disk (after
     /// retention deleted some of this session's).
     pub fn reload_metadata(&mut self) {
-        match edgerec_format::info::rewrite_metadata(&self.dir) {
+        match edgerec_format::bag::rewrite_metadata(&self.dir) {
             Ok(m) => self.bag = m,
             Err(e) => tracing::warn!("{}: cannot rewrite metadata.yaml: {e}", self.dir.display()),
         }
