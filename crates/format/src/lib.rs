@@ -70,6 +70,9 @@ pub enum FormatError {
     /// A record field could not be decoded.
     #[error("record does not decode: {0}")]
     Decode(#[from] records::DecodeError),
+    /// Publishing a finished file under its final name failed.
+    #[error(transparent)]
+    Publish(#[from] bag::PublishError),
     /// The caller broke an invariant (a channel without its schema...).
     #[error("{0}")]
     Inconsistent(String),

@@ -7,12 +7,12 @@
 //! message indexes from the chunks' own content, and writes a closed file
 //! (chunk indexes, statistics, summary, summary offsets, CRCs, footer)
 //! through [`McapWriter`]. It stops at the first truncated or corrupt
-//! record. The result goes to `<x>.mcap.recovering`, is made durable
-//! (mode 0444, then fsync), renamed to `<x>.mcap` and the directory fsynced;
-//! only then is the original removed. The original is never written, so
-//! running recovery again after it was itself interrupted, at any point,
-//! ends in the same result: the `.active` file is the source of truth until
-//! it is gone, and a stale `.recovering` file is discarded.
+//! record. The result goes to `<x>.mcap.recovering` and is published as
+//! `<x>.mcap` by [`bag::publish`] (mode 0444, fsync, rename, directory
+//! fsync); only then is the original removed. The original is never
+//! written, so running recovery again after it was itself interrupted, at
+//! any point, ends in the same result: the `.active` file is the source of
+//! truth until it is gone, and a stale `.recovering` file is discarded.
 //!
 //! What counts as the unsynced tail rather than corruption: the file ending
 //! inside a record, a zero record prefix (the preallocated region past the
@@ -30,7 +30,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufReader, BufWriter, Read, Write};
-use std::os::unix::fs::{FileExt, PermissionsExt};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use crate::bag;
@@ -258,13 +258,6 @@ pub fn temp_path(output: &Path) -> PathBuf {
     PathBuf::from(s)
 }
 
-fn parent_dir(p: &Path) -> PathBuf {
-    match p.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    }
-}
-
 /// A bag directory holds `metadata.yaml`, or segments named after it
 /// (`<dir>_<n>.mcap`).
 fn is_bag_dir(dir: &Path, file: &Path) -> bool {
@@ -322,7 +315,7 @@ pub fn recover_file(path: &Path) -> Result<RecoveryReport, FormatError> {
             dropped: Dropped::Nothing,
         });
     }
-    let dir = parent_dir(path);
+    let dir = bag::parent_dir(path);
     let tmp = temp_path(&out);
     // A stale temporary file from an interrupted run is discarded: the
     // original is still the source of truth. (Removed rather than
@@ -358,18 +351,17 @@ pub fn recover_file(path: &Path) -> Result<RecoveryReport, FormatError> {
     let Some(sink) = scan.sink else {
         return Ok(report);
     };
-    let persisted = (|| -> std::io::Result<()> {
-        let file = sink.into_inner().map_err(|e| e.into_error())?;
-        file.set_permissions(fs::Permissions::from_mode(0o444))?;
-        // Data and mode durable before the name points at them.
-        file.sync_all()?;
-        drop(file);
-        fs::rename(&tmp, &out)?;
-        bag::sync_dir(&dir)
-    })();
-    if let Err(e) = persisted {
+    // Flushed and closed here; publish reopens it by name.
+    let published = match sink.into_inner() {
+        Ok(file) => {
+            drop(file);
+            bag::publish(&tmp, &out).map_err(FormatError::from)
+        }
+        Err(e) => Err(e.into_error().into()),
+    };
+    if let Err(e) = published {
         let _ = fs::remove_file(&tmp);
-        return Err(e.into());
+        return Err(e);
     }
     report.output = Some(out.clone());
     if is_bag_dir(&dir, &out) {
