@@ -360,3 +360,28 @@ fn check_names_a_corrupt_chunk_and_info_describes_the_bag() {
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("INVALID") && out.contains("at byte"), "{out}");
 }
+
+/// The two files a fuzzer found crashing `edgerec check` (a panic, exit
+/// 101, and an abort allocating 2 TiB): each is one INVALID line naming
+/// the chunk's offset and the field, exit 1.
+#[test]
+fn check_of_the_fuzz_finds_says_invalid_and_exits_1() {
+    if edgerec_testkit::skip_if_cannot_exec(BIN) {
+        return;
+    }
+    let fuzz = Path::new(env!("CARGO_MANIFEST_DIR")).join("../format/tests/data/fuzz");
+    for name in ["check-capacity-overflow.mcap", "check-alloc-2tib.mcap"] {
+        let f = fuzz.join(name);
+        let o = edgerec(&["check", f.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(1), "{name}: {}", text(&o));
+        let out = String::from_utf8_lossy(&o.stdout);
+        let line = out
+            .lines()
+            .find(|l| l.starts_with("INVALID"))
+            .unwrap_or_else(|| panic!("{name}: no INVALID line: {}", text(&o)));
+        assert!(
+            line.contains("at byte 70") && line.contains("chunk.uncompressed_size"),
+            "{line}"
+        );
+    }
+}

@@ -111,9 +111,12 @@ impl BagMetadata {
             .map(|end| end.saturating_sub(start))
             .unwrap_or(0)
     }
-    /// Messages over all files.
+    /// Messages over all files (saturating: the counts come from the
+    /// files' summaries, which may be damaged).
     pub fn message_count(&self) -> u64 {
-        self.files.iter().map(|f| f.message_count).sum()
+        self.files
+            .iter()
+            .fold(0u64, |a, f| a.saturating_add(f.message_count))
     }
 
     /// Appends a closed file from its summary: the file entry, and its
@@ -140,7 +143,7 @@ impl BagMetadata {
         for (id, ch) in channels {
             let n = st.channel_message_counts.get(id).copied().unwrap_or(0);
             match self.topics.iter_mut().find(|t| t.name == ch.topic) {
-                Some(t) => t.message_count += n,
+                Some(t) => t.message_count = t.message_count.saturating_add(n),
                 None => self.topics.push(TopicInfo {
                     name: ch.topic.clone(),
                     type_name: schemas

@@ -93,7 +93,9 @@ pub fn inspect(path: &Path) -> Result<BagInfo, FormatError> {
     let mut comps = std::collections::BTreeSet::new();
     for p in files {
         let size = std::fs::metadata(&p)?.len();
-        info.bytes += size;
+        // Counts below come from the files and may be damaged: sums
+        // saturate rather than overflow.
+        info.bytes = info.bytes.saturating_add(size);
         let is_active = p.extension().is_some_and(|e| e == "active");
         let state = if is_active {
             FileState::Active
@@ -105,7 +107,7 @@ pub fn inspect(path: &Path) -> Result<BagInfo, FormatError> {
                             info.start_ns = info.start_ns.min(st.message_start_time);
                             info.end_ns = info.end_ns.max(st.message_end_time);
                         }
-                        info.messages += st.message_count;
+                        info.messages = info.messages.saturating_add(st.message_count);
                         for (id, ch) in &s.channels {
                             let t = info.topics.entry(ch.topic.clone()).or_default();
                             t.type_name = s
@@ -114,13 +116,14 @@ pub fn inspect(path: &Path) -> Result<BagInfo, FormatError> {
                                 .map(|x| x.name.clone())
                                 .unwrap_or_default();
                             t.serialization = ch.message_encoding.clone();
-                            t.count += st.channel_message_counts.get(id).copied().unwrap_or(0);
+                            let n = st.channel_message_counts.get(id).copied().unwrap_or(0);
+                            t.count = t.count.saturating_add(n);
                         }
                     }
                     if let Some(d) = s.metadata.get("edgerec.drops") {
                         for (topic, n) in d {
-                            *info.drops.entry(topic.clone()).or_insert(0) +=
-                                n.parse::<u64>().unwrap_or(0);
+                            let total = info.drops.entry(topic.clone()).or_insert(0);
+                            *total = total.saturating_add(n.parse::<u64>().unwrap_or(0));
                         }
                     }
                     comps.extend(s.compressions());
@@ -250,7 +253,7 @@ impl fmt::Display for BagInfo {
                 self.compressions.join(", ")
             }
         )?;
-        let total_drops: u64 = self.drops.values().sum();
+        let total_drops = self.drops.values().fold(0u64, |a, &n| a.saturating_add(n));
         writeln!(f, "Dropped:           {total_drops}")?;
         write!(f, "Topic information: ")?;
         if self.topics.is_empty() {

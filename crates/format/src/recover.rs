@@ -48,9 +48,9 @@ pub const RECOVERED_METADATA: &str = "edgerec.recovered";
 /// Suffix of the temporary file a recovery writes before renaming it.
 pub const RECOVERING_SUFFIX: &str = ".recovering";
 
-/// The largest record or decompressed chunk accepted (`mcap.chunk_size` is
-/// at most 256 MiB; a length beyond this is damage, and must not make
-/// recovery allocate it).
+/// The largest record accepted (`mcap.chunk_size` is at most 256 MiB; a
+/// length beyond this is damage, and must not make recovery allocate it).
+/// Decompressed chunks have theirs: [`reader::MAX_CHUNK_UNCOMPRESSED`].
 const MAX_RECORD_LEN: u64 = 1 << 30;
 
 /// Write granularity of the storage writer's `O_DIRECT` blocks (its
@@ -611,12 +611,7 @@ fn verify_chunk(
     let c = records::parse_chunk(body).map_err(|e| e.to_string())?;
     let compression = Compression::from_mcap_name(c.compression)
         .ok_or_else(|| format!("unknown chunk compression `{}`", c.compression))?;
-    if c.uncompressed_size > MAX_RECORD_LEN {
-        return Err(format!(
-            "chunk claims {} bytes uncompressed",
-            c.uncompressed_size
-        ));
-    }
+    // Refuses a size past reader::MAX_CHUNK_UNCOMPRESSED before allocating.
     let raw = reader::decompress_chunk(&c, offset).map_err(|e| e.to_string())?;
     let mut index: BTreeMap<u16, Vec<(u64, u64)>> = BTreeMap::new();
     let mut schemas = Vec::new();
@@ -672,7 +667,10 @@ fn lenient_counts(body: &[u8]) -> Option<(BTreeMap<u16, u64>, bool)> {
     let mut c = records::Cursor::new(body);
     c.u64("start").ok()?;
     c.u64("end").ok()?;
-    let size = c.u64("uncompressed_size").ok()?.min(MAX_RECORD_LEN);
+    let size = c
+        .u64("uncompressed_size")
+        .ok()?
+        .min(reader::MAX_CHUNK_UNCOMPRESSED);
     c.u32("crc").ok()?;
     let compression = c.str("compression").ok()?;
     let records_len = c.u64("records_len").ok()?;
