@@ -117,7 +117,7 @@ fn record(compression: &str, secs: &str) -> (tempfile::TempDir, PathBuf, serde_j
 
 /// The three readers on one recording.
 fn verify_with_every_reader(dir: &Path, report: &serde_json::Value, report_path: &Path) {
-    let segs: Vec<PathBuf> = edgerec_format::info::segment_files(dir).unwrap();
+    let segs: Vec<PathBuf> = edgerec_format::bag::segment_files(dir).unwrap();
     assert!(!segs.is_empty());
     for s in &segs {
         assert!(
@@ -202,7 +202,7 @@ fn records_every_compression_and_three_readers_agree() {
         assert!(meta.contains("name: '/camera/image_raw'"), "{meta}");
         // Closed segments are read-only.
         use std::os::unix::fs::PermissionsExt;
-        for s in edgerec_format::info::segment_files(&dir).unwrap() {
+        for s in edgerec_format::bag::segment_files(&dir).unwrap() {
             assert_eq!(
                 std::fs::metadata(&s).unwrap().permissions().mode() & 0o777,
                 0o444
@@ -234,7 +234,7 @@ fn splits_lose_duplicate_and_reorder_nothing() {
     assert!(o.status.success(), "{}", text(&o));
     let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
     let dir = session_dir(&root);
-    let segs = edgerec_format::info::segment_files(&dir).unwrap();
+    let segs = edgerec_format::bag::segment_files(&dir).unwrap();
     assert!(segs.len() >= 3, "{} segments: {segs:?}", segs.len());
     for (i, s) in segs.iter().enumerate() {
         let name = s.file_name().unwrap().to_string_lossy().into_owned();
@@ -348,7 +348,7 @@ fn check_names_a_corrupt_chunk_and_info_describes_the_bag() {
         "{out}"
     );
 
-    let seg = edgerec_format::info::segment_files(&dir).unwrap().remove(0);
+    let seg = edgerec_format::bag::segment_files(&dir).unwrap().remove(0);
     let mut bytes = std::fs::read(&seg).unwrap();
     let mid = bytes.len() / 2;
     bytes[mid] ^= 0x01;
@@ -359,4 +359,29 @@ fn check_names_a_corrupt_chunk_and_info_describes_the_bag() {
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("INVALID") && out.contains("at byte"), "{out}");
+}
+
+/// The two files a fuzzer found crashing `edgerec check` (a panic, exit
+/// 101, and an abort allocating 2 TiB): each is one INVALID line naming
+/// the chunk's offset and the field, exit 1.
+#[test]
+fn check_of_the_fuzz_finds_says_invalid_and_exits_1() {
+    if edgerec_testkit::skip_if_cannot_exec(BIN) {
+        return;
+    }
+    let fuzz = Path::new(env!("CARGO_MANIFEST_DIR")).join("../format/tests/data/fuzz");
+    for name in ["check-capacity-overflow.mcap", "check-alloc-2tib.mcap"] {
+        let f = fuzz.join(name);
+        let o = edgerec(&["check", f.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(1), "{name}: {}", text(&o));
+        let out = String::from_utf8_lossy(&o.stdout);
+        let line = out
+            .lines()
+            .find(|l| l.starts_with("INVALID"))
+            .unwrap_or_else(|| panic!("{name}: no INVALID line: {}", text(&o)));
+        assert!(
+            line.contains("at byte 70") && line.contains("chunk.uncompressed_size"),
+            "{line}"
+        );
+    }
 }

@@ -176,7 +176,7 @@ fn retention_keeps_the_floor_while_recording_three_times_the_disk() {
         .map(|e| e.unwrap().path())
         .find(|p| p.is_dir())
         .expect("the session directory survives");
-    let segs = edgerec_format::info::segment_files(&session).unwrap();
+    let segs = edgerec_format::bag::segment_files(&session).unwrap();
     let names: Vec<String> = segs
         .iter()
         .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
@@ -270,7 +270,7 @@ fn recording_pauses_when_nothing_can_be_deleted_and_resumes_when_space_returns()
         .map(|e| e.unwrap().path())
         .find(|p| p.is_dir())
         .unwrap();
-    for s in edgerec_format::info::segment_files(&session).unwrap() {
+    for s in edgerec_format::bag::segment_files(&session).unwrap() {
         edgerec_testkit::mcap_readback(&s).unwrap_or_else(|e| panic!("{}: {e}", s.display()));
     }
 }

@@ -182,7 +182,7 @@ struct Trial {
 
 /// Verifies the recovered session `dir` of a run killed at `kill_ns`.
 fn verify(dir: &Path, kill_ns: u64, label: &str) -> Trial {
-    let segs = edgerec_format::info::segment_files(dir).unwrap();
+    let segs = edgerec_format::bag::segment_files(dir).unwrap();
     assert_eq!(segs.len(), 1, "{label}: segments {segs:?}");
     let seg = &segs[0];
     assert!(

@@ -1,4 +1,5 @@
-//! rosbag2 bag directories: `metadata.yaml` and its atomic replacement.
+//! rosbag2 bag directories on disk: their segment files, `metadata.yaml`
+//! and how a finished file is published into them.
 //!
 //! `ros2 bag info/play` opens a directory through `metadata.yaml`. Humble
 //! reads versions up to 5, Jazzy up to 9; both read 5, so 5 is the default.
@@ -7,11 +8,18 @@
 //! sequence rather than a string. The file is rewritten whenever a segment
 //! closes, through a temporary file, rename and a directory fsync, so a
 //! power cut leaves either the old or the new file, never a torn one.
+//! [`rewrite_metadata`] rebuilds it from the closed segments on disk, and
+//! [`publish`] is the one way a finished segment (closed by the recorder or
+//! rebuilt by [`crate::recover`]) gets its final name.
 
 use std::fmt::Write as _;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
-use std::path::Path;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use crate::reader::read_summary;
+use crate::FormatError;
 
 /// Which rosbag2 metadata version to write.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -103,9 +111,12 @@ impl BagMetadata {
             .map(|end| end.saturating_sub(start))
             .unwrap_or(0)
     }
-    /// Messages over all files.
+    /// Messages over all files (saturating: the counts come from the
+    /// files' summaries, which may be damaged).
     pub fn message_count(&self) -> u64 {
-        self.files.iter().map(|f| f.message_count).sum()
+        self.files
+            .iter()
+            .fold(0u64, |a, f| a.saturating_add(f.message_count))
     }
 
     /// Appends a closed file from its summary: the file entry, and its
@@ -132,7 +143,7 @@ impl BagMetadata {
         for (id, ch) in channels {
             let n = st.channel_message_counts.get(id).copied().unwrap_or(0);
             match self.topics.iter_mut().find(|t| t.name == ch.topic) {
-                Some(t) => t.message_count += n,
+                Some(t) => t.message_count = t.message_count.saturating_add(n),
                 None => self.topics.push(TopicInfo {
                     name: ch.topic.clone(),
                     type_name: schemas
@@ -263,6 +274,176 @@ pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
     File::open(dir)?.sync_all()
 }
 
+/// Segment files of a bag directory, in segment order (`_<n>` numerically):
+/// closed `.mcap` files and `.mcap.active` ones.
+pub fn segment_files(dir: &Path) -> Result<Vec<PathBuf>, FormatError> {
+    let mut v: Vec<PathBuf> = fs::read_dir(dir)?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| {
+            let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            n.ends_with(".mcap") || n.ends_with(".mcap.active")
+        })
+        .collect();
+    let key = |p: &PathBuf| {
+        let n = p
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or("")
+            .to_string();
+        let stem = n
+            .trim_end_matches(".active")
+            .trim_end_matches(".mcap")
+            .to_string();
+        let idx = stem
+            .rsplit('_')
+            .next()
+            .and_then(|s| s.parse::<u64>().ok())
+            .unwrap_or(u64::MAX);
+        (idx, n)
+    };
+    v.sort_by_key(key);
+    Ok(v)
+}
+
+/// Rewrites `dir/metadata.yaml` from the summaries of the closed segments
+/// in `dir` (after a segment was deleted or recovered), keeping the
+/// version the existing file has (Humble when there is none). A segment
+/// whose summary does not read is left out.
+pub fn rewrite_metadata(dir: &Path) -> Result<BagMetadata, FormatError> {
+    let version = match fs::read_to_string(dir.join("metadata.yaml")) {
+        Ok(text) if text.lines().any(|l| l.trim() == "version: 9") => MetadataVersion::Jazzy,
+        _ => MetadataVersion::Humble,
+    };
+    let mut meta = BagMetadata {
+        version,
+        ..Default::default()
+    };
+    for path in segment_files(dir)? {
+        if path.extension().is_some_and(|e| e == "active") {
+            continue;
+        }
+        let Ok(s) = read_summary(&path) else { continue };
+        let Some(st) = &s.statistics else { continue };
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default()
+            .to_string();
+        meta.add_file(name, st, &s.channels, &s.schemas);
+    }
+    meta.write_atomic(dir)?;
+    Ok(meta)
+}
+
+/// A step of [`publish`], in the order they run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PublishStep {
+    /// Opening the finished file.
+    Open,
+    /// Making it read-only: `fchmod(0444)`.
+    ReadOnly,
+    /// `fsync` of the file: its data and its mode durable.
+    SyncFile,
+    /// `rename` to the final name.
+    Rename,
+    /// `fsync` of a directory the rename changed.
+    SyncDir,
+}
+
+impl PublishStep {
+    /// What the step does, as a verb phrase (`cannot <what>`).
+    pub fn what(self) -> &'static str {
+        match self {
+            PublishStep::Open => "open the finished file",
+            PublishStep::ReadOnly => "make the finished file read-only (0444)",
+            PublishStep::SyncFile => "fsync the finished file",
+            PublishStep::Rename => "rename the finished file to its final name",
+            PublishStep::SyncDir => "fsync the directory after the rename",
+        }
+    }
+}
+
+/// Why [`publish`] failed: the step, the path it acted on, the OS error.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: cannot {what} (publishing as {to}): {source}", what = .step.what(), path = .path.display(), to = .to.display())]
+pub struct PublishError {
+    /// The step that failed.
+    pub step: PublishStep,
+    /// What the step acted on: the source file, or for
+    /// [`PublishStep::SyncDir`] the directory.
+    pub path: PathBuf,
+    /// The final name asked for.
+    pub to: PathBuf,
+    /// The OS error.
+    #[source]
+    pub source: std::io::Error,
+}
+
+/// Gives the finished file `from` its final name `to` (replacing a file
+/// there, as `rename(2)` does) so that `to` never names anything but
+/// complete, durable, read-only data: mode 0444, fsync of the file, rename,
+/// fsync of the directory of `to` (and of `from` when that differs).
+///
+/// The recorder closes segments through it and [`crate::recover`]
+/// publishes recovered files through it; a caller that deletes its source
+/// of truth (recovery's `.active` file) does so only after it returns.
+pub fn publish(from: &Path, to: &Path) -> Result<(), PublishError> {
+    let fail = |step: PublishStep, path: &Path| {
+        let to = to.to_path_buf();
+        let path = path.to_path_buf();
+        move |source| PublishError {
+            step,
+            path,
+            to,
+            source,
+        }
+    };
+    // Why this order: the final name is what readers, retention and a
+    // later recovery trust, so it must not appear before what it names is
+    // durable. The mode goes first so that the one fsync makes both the
+    // data and the mode durable (fsync writes the inode; the recorder's
+    // fdatasync at close did not cover a mode changed after it), and so
+    // that no power cut can leave a final name on a writable file. The
+    // rename comes only then, and is itself durable only once the
+    // directory is fsynced; a cut before that leaves the old name, which
+    // both the recorder and recovery treat as unfinished. Read-only is
+    // enough to open: fchmod and fsync need a descriptor, not write
+    // access, and a file left 0444 by an interrupted earlier try opens.
+    let file = File::open(from).map_err(fail(PublishStep::Open, from))?;
+    file.set_permissions(fs::Permissions::from_mode(0o444))
+        .map_err(fail(PublishStep::ReadOnly, from))?;
+    file.sync_all().map_err(fail(PublishStep::SyncFile, from))?;
+    drop(file);
+    fs::rename(from, to).map_err(fail(PublishStep::Rename, from))?;
+    let to_dir = parent_dir(to);
+    sync_dir(&to_dir).map_err(fail(PublishStep::SyncDir, &to_dir))?;
+    let from_dir = parent_dir(from);
+    if !same_dir(&from_dir, &to_dir) {
+        // The old name is gone from there; without this a power cut could
+        // bring it back beside the new one.
+        sync_dir(&from_dir).map_err(fail(PublishStep::SyncDir, &from_dir))?;
+    }
+    Ok(())
+}
+
+/// The directory holding `p` (`.` for a bare file name).
+pub(crate) fn parent_dir(p: &Path) -> PathBuf {
+    match p.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    }
+}
+
+fn same_dir(a: &Path, b: &Path) -> bool {
+    if a == b {
+        return true;
+    }
+    match (fs::canonicalize(a), fs::canonicalize(b)) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
 /// rosbag2's YAML for one offered QoS profile, as `ros2 bag record` writes
 /// it (Humble numbering: history 1 keep_last, reliability 1 reliable / 2
 /// best effort, durability 1 transient_local / 2 volatile; infinite
@@ -373,5 +554,147 @@ mod tests {
         write_file_atomic(d.path(), "metadata.yaml", b"bb").unwrap();
         assert_eq!(fs::read(d.path().join("metadata.yaml")).unwrap(), b"bb");
         assert!(!d.path().join(".metadata.yaml.tmp").exists());
+    }
+
+    // ---------------------------------------------------------- publish
+
+    fn mode(p: &Path) -> u32 {
+        fs::metadata(p).unwrap().permissions().mode() & 0o7777
+    }
+
+    /// A finished file, writable, as the recorder and recovery leave it.
+    fn finished(dir: &Path, name: &str, data: &[u8]) -> PathBuf {
+        let p = dir.join(name);
+        fs::write(&p, data).unwrap();
+        fs::set_permissions(&p, fs::Permissions::from_mode(0o644)).unwrap();
+        p
+    }
+
+    #[test]
+    fn publish_leaves_only_the_final_name_read_only_with_the_data() {
+        let d = tempfile::tempdir().unwrap();
+        let data: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
+        let from = finished(d.path(), "s_0.mcap.active", &data);
+        let to = d.path().join("s_0.mcap");
+        publish(&from, &to).unwrap();
+        assert!(!from.exists(), "the source name is gone");
+        assert_eq!(mode(&to), 0o444);
+        assert_eq!(fs::read(&to).unwrap(), data);
+        let names: Vec<_> = fs::read_dir(d.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("s_0.mcap")]);
+    }
+
+    /// Recovery of a closed file without summary replaces it in place.
+    #[test]
+    fn publish_replaces_a_file_under_the_final_name() {
+        let d = tempfile::tempdir().unwrap();
+        let to = finished(d.path(), "x.mcap", b"old");
+        fs::set_permissions(&to, fs::Permissions::from_mode(0o444)).unwrap();
+        let from = finished(d.path(), "x.mcap.recovering", b"new");
+        publish(&from, &to).unwrap();
+        assert_eq!(fs::read(&to).unwrap(), b"new");
+        assert_eq!(mode(&to), 0o444);
+        assert!(!from.exists());
+    }
+
+    /// A try interrupted after the chmod leaves a 0444 source: publishing
+    /// it again must work (it is opened read-only).
+    #[test]
+    fn publish_takes_a_source_that_is_read_only_already() {
+        let d = tempfile::tempdir().unwrap();
+        let from = finished(d.path(), "a.mcap.active", b"data");
+        fs::set_permissions(&from, fs::Permissions::from_mode(0o444)).unwrap();
+        let to = d.path().join("a.mcap");
+        publish(&from, &to).unwrap();
+        assert_eq!(fs::read(&to).unwrap(), b"data");
+    }
+
+    #[test]
+    fn publish_moves_between_directories() {
+        let d = tempfile::tempdir().unwrap();
+        fs::create_dir(d.path().join("a")).unwrap();
+        fs::create_dir(d.path().join("b")).unwrap();
+        let from = finished(&d.path().join("a"), "f.tmp", b"xyz");
+        let to = d.path().join("b").join("f.mcap");
+        publish(&from, &to).unwrap();
+        assert!(!from.exists());
+        assert_eq!(fs::read(&to).unwrap(), b"xyz");
+        assert_eq!(mode(&to), 0o444);
+    }
+
+    #[test]
+    fn publish_of_a_missing_source_fails_at_open_and_creates_nothing() {
+        let d = tempfile::tempdir().unwrap();
+        let from = d.path().join("gone.mcap.active");
+        let to = d.path().join("gone.mcap");
+        let e = publish(&from, &to).unwrap_err();
+        assert_eq!(e.step, PublishStep::Open);
+        assert_eq!(e.path, from);
+        assert_eq!(e.to, to);
+        assert_eq!(e.source.kind(), std::io::ErrorKind::NotFound);
+        assert!(!to.exists());
+        let text = e.to_string();
+        assert!(text.contains("cannot open the finished file"), "{text}");
+        assert!(text.contains("gone.mcap.active"), "{text}");
+    }
+
+    /// Fails for root too: no permission check is involved.
+    #[test]
+    fn publish_into_a_missing_directory_fails_at_rename_and_keeps_the_source() {
+        let d = tempfile::tempdir().unwrap();
+        let from = finished(d.path(), "s_1.mcap.active", b"keep me");
+        let to = d.path().join("no-such-dir").join("s_1.mcap");
+        let e = publish(&from, &to).unwrap_err();
+        assert_eq!(e.step, PublishStep::Rename);
+        assert_eq!(e.path, from);
+        assert_eq!(e.source.kind(), std::io::ErrorKind::NotFound);
+        // Still there under its old name (now 0444 and durable), so the
+        // caller or a later recovery can try again.
+        assert_eq!(fs::read(&from).unwrap(), b"keep me");
+        assert_eq!(mode(&from), 0o444);
+        assert!(e
+            .to_string()
+            .contains("cannot rename the finished file to its final name"));
+    }
+
+    /// Fails for root too: rename(2) never puts a file over a directory.
+    #[test]
+    fn publish_onto_a_directory_fails_at_rename() {
+        let d = tempfile::tempdir().unwrap();
+        let from = finished(d.path(), "s_2.mcap.active", b"x");
+        let to = d.path().join("s_2.mcap");
+        fs::create_dir(&to).unwrap();
+        let e = publish(&from, &to).unwrap_err();
+        assert_eq!(e.step, PublishStep::Rename);
+        assert!(to.is_dir());
+        assert_eq!(fs::read(&from).unwrap(), b"x");
+    }
+
+    /// A directory the process may not write to. Root ignores the mode, so
+    /// there the test says so and checks nothing.
+    #[test]
+    fn publish_into_a_read_only_directory_fails_at_rename() {
+        let d = tempfile::tempdir().unwrap();
+        let from = finished(d.path(), "s_3.mcap.active", b"x");
+        let ro = d.path().join("ro");
+        fs::create_dir(&ro).unwrap();
+        fs::set_permissions(&ro, fs::Permissions::from_mode(0o555)).unwrap();
+        if fs::write(ro.join("probe"), b"").is_ok() {
+            println!("skipped: permissions are not enforced for this user (root)");
+            return;
+        }
+        let e = publish(&from, &ro.join("s_3.mcap")).unwrap_err();
+        assert_eq!(e.step, PublishStep::Rename);
+        assert_eq!(e.source.kind(), std::io::ErrorKind::PermissionDenied);
+        fs::set_permissions(&ro, fs::Permissions::from_mode(0o755)).unwrap();
+    }
+
+    #[test]
+    fn parent_of_a_bare_name_is_the_current_directory() {
+        assert_eq!(parent_dir(Path::new("x.mcap")), Path::new("."));
+        assert_eq!(parent_dir(Path::new("/d/x.mcap")), Path::new("/d"));
     }
 }

@@ -1,9 +1,13 @@
 //! `edgerec info` and `edgerec check` over a file or a bag directory.
+//!
+//! Read-only: what a bag directory holds and how its `metadata.yaml` is
+//! rebuilt live in [`crate::bag`].
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
+use crate::bag::segment_files;
 use crate::reader::{check_file, read_summary, CheckReport, FileSummary};
 use crate::FormatError;
 
@@ -74,36 +78,6 @@ pub struct BagInfo {
     pub drops: BTreeMap<String, u64>,
 }
 
-/// Segment files of a bag directory, in segment order (`_<n>` numerically).
-pub fn segment_files(dir: &Path) -> Result<Vec<PathBuf>, FormatError> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| {
-            let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
-            n.ends_with(".mcap") || n.ends_with(".mcap.active")
-        })
-        .collect();
-    let key = |p: &PathBuf| {
-        let n = p
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or("")
-            .to_string();
-        let stem = n
-            .trim_end_matches(".active")
-            .trim_end_matches(".mcap")
-            .to_string();
-        let idx = stem
-            .rsplit('_')
-            .next()
-            .and_then(|s| s.parse::<u64>().ok())
-            .unwrap_or(u64::MAX);
-        (idx, n)
-    };
-    v.sort_by_key(key);
-    Ok(v)
-}
-
 /// Reads the summaries of a file or of every segment of a bag directory.
 pub fn inspect(path: &Path) -> Result<BagInfo, FormatError> {
     let files = if path.is_dir() {
@@ -119,7 +93,9 @@ pub fn inspect(path: &Path) -> Result<BagInfo, FormatError> {
     let mut comps = std::collections::BTreeSet::new();
     for p in files {
         let size = std::fs::metadata(&p)?.len();
-        info.bytes += size;
+        // Counts below come from the files and may be damaged: sums
+        // saturate rather than overflow.
+        info.bytes = info.bytes.saturating_add(size);
         let is_active = p.extension().is_some_and(|e| e == "active");
         let state = if is_active {
             FileState::Active
@@ -131,7 +107,7 @@ pub fn inspect(path: &Path) -> Result<BagInfo, FormatError> {
                             info.start_ns = info.start_ns.min(st.message_start_time);
                             info.end_ns = info.end_ns.max(st.message_end_time);
                         }
-                        info.messages += st.message_count;
+                        info.messages = info.messages.saturating_add(st.message_count);
                         for (id, ch) in &s.channels {
                             let t = info.topics.entry(ch.topic.clone()).or_default();
                             t.type_name = s
@@ -140,13 +116,14 @@ pub fn inspect(path: &Path) -> Result<BagInfo, FormatError> {
                                 .map(|x| x.name.clone())
                                 .unwrap_or_default();
                             t.serialization = ch.message_encoding.clone();
-                            t.count += st.channel_message_counts.get(id).copied().unwrap_or(0);
+                            let n = st.channel_message_counts.get(id).copied().unwrap_or(0);
+                            t.count = t.count.saturating_add(n);
                         }
                     }
                     if let Some(d) = s.metadata.get("edgerec.drops") {
                         for (topic, n) in d {
-                            *info.drops.entry(topic.clone()).or_insert(0) +=
-                                n.parse::<u64>().unwrap_or(0);
+                            let total = info.drops.entry(topic.clone()).or_insert(0);
+                            *total = total.saturating_add(n.parse::<u64>().unwrap_or(0));
                         }
                     }
                     comps.extend(s.compressions());
@@ -276,7 +253,7 @@ impl fmt::Display for BagInfo {
                 self.compressions.join(", ")
             }
         )?;
-        let total_drops: u64 = self.drops.values().sum();
+        let total_drops = self.drops.values().fold(0u64, |a, &n| a.saturating_add(n));
         writeln!(f, "Dropped:           {total_drops}")?;
         write!(f, "Topic information: ")?;
         if self.topics.is_empty() {
@@ -333,34 +310,4 @@ pub fn check(path: &Path) -> Result<Vec<FileCheck>, FormatError> {
             FileCheck { path: p, result }
         })
         .collect())
-}
-
-/// Rewrites `dir/metadata.yaml` from the summaries of the closed segments
-/// in `dir` (after a segment was deleted or recovered), keeping the
-/// version the existing file has (Humble when there is none).
-pub fn rewrite_metadata(dir: &Path) -> Result<crate::bag::BagMetadata, FormatError> {
-    use crate::bag::{BagMetadata, MetadataVersion};
-    let version = match std::fs::read_to_string(dir.join("metadata.yaml")) {
-        Ok(text) if text.lines().any(|l| l.trim() == "version: 9") => MetadataVersion::Jazzy,
-        _ => MetadataVersion::Humble,
-    };
-    let mut meta = BagMetadata {
-        version,
-        ..Default::default()
-    };
-    for path in segment_files(dir)? {
-        if path.extension().is_some_and(|e| e == "active") {
-            continue;
-        }
-        let Ok(s) = read_summary(&path) else { continue };
-        let Some(st) = &s.statistics else { continue };
-        let name = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default()
-            .to_string();
-        meta.add_file(name, st, &s.channels, &s.schemas);
-    }
-    meta.write_atomic(dir)?;
-    Ok(meta)
 }

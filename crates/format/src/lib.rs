@@ -70,6 +70,23 @@ pub enum FormatError {
     /// A record field could not be decoded.
     #[error("record does not decode: {0}")]
     Decode(#[from] records::DecodeError),
+    /// A length or size field claims more bytes than there can be: more
+    /// than the file or the enclosing record has left, or more than any
+    /// record this crate accepts. Checked before anything is allocated.
+    #[error("at byte {offset}: {field} claims {claimed} bytes, more than the {limit} possible")]
+    LengthOutOfBounds {
+        /// File offset of the record holding the field.
+        offset: u64,
+        /// The field, as `record.field` (`chunk.uncompressed_size`).
+        field: &'static str,
+        /// The length the field claims.
+        claimed: u64,
+        /// The most it could be.
+        limit: u64,
+    },
+    /// Publishing a finished file under its final name failed.
+    #[error(transparent)]
+    Publish(#[from] bag::PublishError),
     /// The caller broke an invariant (a channel without its schema...).
     #[error("{0}")]
     Inconsistent(String),

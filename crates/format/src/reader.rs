@@ -119,7 +119,13 @@ impl<R: Read> RecordReader<R> {
                 available: RECORD_PREFIX as u64 + max_len,
             });
         }
-        let mut body = vec![0u8; len as usize];
+        let Ok(body_len) = usize::try_from(len) else {
+            return Ok(ReadOutcome::Truncated {
+                offset,
+                available: RECORD_PREFIX as u64,
+            });
+        };
+        let mut body = vec![0u8; body_len];
         let got = self.fill(&mut body)?;
         if got < body.len() {
             return Ok(ReadOutcome::Truncated {
@@ -138,27 +144,52 @@ impl<R: Read> RecordReader<R> {
     }
 }
 
-/// Decompresses a chunk's records and verifies size and CRC.
+/// The largest decompressed chunk a reader accepts. `mcap.chunk_size` is
+/// at most 256 MiB and a chunk closes at the first message past it; the
+/// uncompressed size cannot be checked against the file (compression
+/// shrinks it), so a claim beyond this is taken as damage.
+pub const MAX_CHUNK_UNCOMPRESSED: u64 = 1 << 30;
+
+/// Decompresses a chunk's records and verifies size and CRC. `offset` is
+/// the Chunk record's, for errors.
 pub fn decompress_chunk(c: &records::ChunkRef<'_>, offset: u64) -> Result<Vec<u8>, FormatError> {
-    let size = usize::try_from(c.uncompressed_size).map_err(|_| FormatError::Corrupt {
-        offset,
-        what: "chunk uncompressed size does not fit in memory".into(),
-    })?;
+    if c.uncompressed_size > MAX_CHUNK_UNCOMPRESSED {
+        return Err(FormatError::LengthOutOfBounds {
+            offset,
+            field: "chunk.uncompressed_size",
+            claimed: c.uncompressed_size,
+            limit: MAX_CHUNK_UNCOMPRESSED,
+        });
+    }
+    // Even within the limit the claimed size is not what is allocated: a
+    // damaged size must not cost its claim when the data is small. The
+    // output grows as decompression produces it, up to one byte past the
+    // claim (enough to tell a longer output from an exact one). Starting
+    // at a few times the compressed size saves most regrowth.
+    let bound = c.uncompressed_size + 1;
+    let start = c.records.len().saturating_mul(4).min(bound as usize);
+    let decompressed = |r: &mut dyn Read, name: &str| -> Result<Vec<u8>, FormatError> {
+        let mut v = Vec::with_capacity(start);
+        r.take(bound)
+            .read_to_end(&mut v)
+            .map_err(|e| FormatError::Corrupt {
+                offset,
+                what: format!("{name} chunk does not decompress: {e}"),
+            })?;
+        Ok(v)
+    };
     let out = match c.compression {
         "" => c.records.to_vec(),
-        "zstd" => zstd::bulk::decompress(c.records, size).map_err(|e| FormatError::Corrupt {
-            offset,
-            what: format!("zstd chunk does not decompress: {e}"),
-        })?,
-        "lz4" => {
-            let mut d = lz4_flex::frame::FrameDecoder::new(c.records);
-            let mut v = Vec::with_capacity(size);
-            d.read_to_end(&mut v).map_err(|e| FormatError::Corrupt {
-                offset,
-                what: format!("lz4 chunk does not decompress: {e}"),
+        "zstd" => {
+            let mut d = zstd::stream::read::Decoder::with_buffer(c.records).map_err(|e| {
+                FormatError::Corrupt {
+                    offset,
+                    what: format!("zstd decoder: {e}"),
+                }
             })?;
-            v
+            decompressed(&mut d, "zstd")?
         }
+        "lz4" => decompressed(&mut lz4_flex::frame::FrameDecoder::new(c.records), "lz4")?,
         other => {
             return Err(FormatError::Corrupt {
                 offset,
@@ -258,6 +289,15 @@ pub fn read_summary(path: &Path) -> Result<FileSummary, FormatError> {
     };
     if head[8] == op::HEADER {
         let hlen = u64::from_le_bytes(head[9..17].try_into().unwrap_or([0; 8]));
+        let header_room = file_len - head.len() as u64;
+        if hlen > header_room {
+            return Err(FormatError::LengthOutOfBounds {
+                offset: MAGIC.len() as u64,
+                field: "header.length",
+                claimed: hlen,
+                limit: header_room,
+            });
+        }
         if hlen < 1 << 20 {
             let hb = read_exact_at(&mut f, 17, hlen as usize)?;
             let mut c = records::Cursor::new(&hb);
@@ -318,7 +358,7 @@ pub fn read_summary(path: &Path) -> Result<FileSummary, FormatError> {
         }
     }
     for (off, len) in meta_idx {
-        if off + len > file_len || len > 64 << 20 {
+        if off.checked_add(len).is_none_or(|end| end > file_len) || len > 64 << 20 {
             continue;
         }
         let b = read_exact_at(&mut f, off, len as usize)?;
@@ -605,8 +645,12 @@ pub fn check_file(path: &Path) -> Result<CheckReport, FormatError> {
     };
     let (summary_start, summary_offset_start, summary_crc) =
         records::parse_footer(&footer.body).map_err(|e| corrupt(footer.offset, e.to_string()))?;
+    // One byte more than the magic is enough to tell that more follows;
+    // a Footer opcode early in a damaged file must not read the rest.
     let mut tail = Vec::new();
-    rr.inner.read_to_end(&mut tail)?;
+    (&mut rr.inner)
+        .take(MAGIC.len() as u64 + 1)
+        .read_to_end(&mut tail)?;
     if tail.as_slice() != MAGIC {
         return Err(corrupt(
             footer.offset,
@@ -755,7 +799,7 @@ fn check_summary(
                     .map_err(|e| corrupt(at, e.to_string()))?;
                 let group_ok = recs
                     .iter()
-                    .filter(|r| r.offset >= start && r.offset < start + len)
+                    .filter(|r| r.offset >= start && r.offset < start.saturating_add(len))
                     .all(|r| r.opcode == opcode)
                     && recs.iter().any(|r| r.offset == start && r.opcode == opcode);
                 if !group_ok {

@@ -663,7 +663,7 @@ impl<'a> Iterator for RecordIter<'a> {
             return Some(Err(Truncated {
                 offset,
                 available: rest.len() as u64,
-                claimed: Some(len + RECORD_PREFIX as u64),
+                claimed: Some(len.saturating_add(RECORD_PREFIX as u64)),
             }));
         }
         let len = len as usize;

@@ -7,12 +7,12 @@
 //! message indexes from the chunks' own content, and writes a closed file
 //! (chunk indexes, statistics, summary, summary offsets, CRCs, footer)
 //! through [`McapWriter`]. It stops at the first truncated or corrupt
-//! record. The result goes to `<x>.mcap.recovering`, is made durable
-//! (mode 0444, then fsync), renamed to `<x>.mcap` and the directory fsynced;
-//! only then is the original removed. The original is never written, so
-//! running recovery again after it was itself interrupted, at any point,
-//! ends in the same result: the `.active` file is the source of truth until
-//! it is gone, and a stale `.recovering` file is discarded.
+//! record. The result goes to `<x>.mcap.recovering` and is published as
+//! `<x>.mcap` by [`bag::publish`] (mode 0444, fsync, rename, directory
+//! fsync); only then is the original removed. The original is never
+//! written, so running recovery again after it was itself interrupted, at
+//! any point, ends in the same result: the `.active` file is the source of
+//! truth until it is gone, and a stale `.recovering` file is discarded.
 //!
 //! What counts as the unsynced tail rather than corruption: the file ending
 //! inside a record, a zero record prefix (the preallocated region past the
@@ -30,12 +30,11 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufReader, BufWriter, Read, Write};
-use std::os::unix::fs::{FileExt, PermissionsExt};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use crate::bag;
 use crate::chunk::{ChunkBuilder, ChunkCompressor, Compression, SealedChunk};
-use crate::info;
 use crate::reader::{self, ReadOutcome, RecordReader};
 use crate::records::{self, op, MAGIC, RECORD_PREFIX};
 use crate::writer::McapWriter;
@@ -49,9 +48,9 @@ pub const RECOVERED_METADATA: &str = "edgerec.recovered";
 /// Suffix of the temporary file a recovery writes before renaming it.
 pub const RECOVERING_SUFFIX: &str = ".recovering";
 
-/// The largest record or decompressed chunk accepted (`mcap.chunk_size` is
-/// at most 256 MiB; a length beyond this is damage, and must not make
-/// recovery allocate it).
+/// The largest record accepted (`mcap.chunk_size` is at most 256 MiB; a
+/// length beyond this is damage, and must not make recovery allocate it).
+/// Decompressed chunks have theirs: [`reader::MAX_CHUNK_UNCOMPRESSED`].
 const MAX_RECORD_LEN: u64 = 1 << 30;
 
 /// Write granularity of the storage writer's `O_DIRECT` blocks (its
@@ -259,13 +258,6 @@ pub fn temp_path(output: &Path) -> PathBuf {
     PathBuf::from(s)
 }
 
-fn parent_dir(p: &Path) -> PathBuf {
-    match p.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    }
-}
-
 /// A bag directory holds `metadata.yaml`, or segments named after it
 /// (`<dir>_<n>.mcap`).
 fn is_bag_dir(dir: &Path, file: &Path) -> bool {
@@ -323,7 +315,7 @@ pub fn recover_file(path: &Path) -> Result<RecoveryReport, FormatError> {
             dropped: Dropped::Nothing,
         });
     }
-    let dir = parent_dir(path);
+    let dir = bag::parent_dir(path);
     let tmp = temp_path(&out);
     // A stale temporary file from an interrupted run is discarded: the
     // original is still the source of truth. (Removed rather than
@@ -359,24 +351,23 @@ pub fn recover_file(path: &Path) -> Result<RecoveryReport, FormatError> {
     let Some(sink) = scan.sink else {
         return Ok(report);
     };
-    let persisted = (|| -> std::io::Result<()> {
-        let file = sink.into_inner().map_err(|e| e.into_error())?;
-        file.set_permissions(fs::Permissions::from_mode(0o444))?;
-        // Data and mode durable before the name points at them.
-        file.sync_all()?;
-        drop(file);
-        fs::rename(&tmp, &out)?;
-        bag::sync_dir(&dir)
-    })();
-    if let Err(e) = persisted {
+    // Flushed and closed here; publish reopens it by name.
+    let published = match sink.into_inner() {
+        Ok(file) => {
+            drop(file);
+            bag::publish(&tmp, &out).map_err(FormatError::from)
+        }
+        Err(e) => Err(e.into_error().into()),
+    };
+    if let Err(e) = published {
         let _ = fs::remove_file(&tmp);
-        return Err(e.into());
+        return Err(e);
     }
     report.output = Some(out.clone());
     if is_bag_dir(&dir, &out) {
         // Before the original goes: if this is interrupted, the next run
         // finds the .active file and writes both again.
-        info::rewrite_metadata(&dir)?;
+        bag::rewrite_metadata(&dir)?;
     }
     if !replaces_itself {
         fs::remove_file(path)?;
@@ -392,7 +383,7 @@ pub fn recover_file(path: &Path) -> Result<RecoveryReport, FormatError> {
 /// its `metadata.yaml` as it is.
 pub fn recover_dir(dir: &Path) -> Result<Vec<RecoveryReport>, FormatError> {
     let mut reports = Vec::new();
-    let files = info::segment_files(dir)?;
+    let files = bag::segment_files(dir)?;
     for p in &files {
         if p.extension().is_some_and(|e| e == "active") {
             reports.push(recover_file(p)?);
@@ -410,11 +401,11 @@ pub fn recover_dir(dir: &Path) -> Result<Vec<RecoveryReport>, FormatError> {
             );
         }
     }
-    let closed = info::segment_files(dir)?
+    let closed = bag::segment_files(dir)?
         .iter()
         .any(|p| p.extension().is_some_and(|e| e == "mcap"));
     if closed {
-        info::rewrite_metadata(dir)?;
+        bag::rewrite_metadata(dir)?;
     }
     Ok(reports)
 }
@@ -620,12 +611,7 @@ fn verify_chunk(
     let c = records::parse_chunk(body).map_err(|e| e.to_string())?;
     let compression = Compression::from_mcap_name(c.compression)
         .ok_or_else(|| format!("unknown chunk compression `{}`", c.compression))?;
-    if c.uncompressed_size > MAX_RECORD_LEN {
-        return Err(format!(
-            "chunk claims {} bytes uncompressed",
-            c.uncompressed_size
-        ));
-    }
+    // Refuses a size past reader::MAX_CHUNK_UNCOMPRESSED before allocating.
     let raw = reader::decompress_chunk(&c, offset).map_err(|e| e.to_string())?;
     let mut index: BTreeMap<u16, Vec<(u64, u64)>> = BTreeMap::new();
     let mut schemas = Vec::new();
@@ -681,7 +667,10 @@ fn lenient_counts(body: &[u8]) -> Option<(BTreeMap<u16, u64>, bool)> {
     let mut c = records::Cursor::new(body);
     c.u64("start").ok()?;
     c.u64("end").ok()?;
-    let size = c.u64("uncompressed_size").ok()?.min(MAX_RECORD_LEN);
+    let size = c
+        .u64("uncompressed_size")
+        .ok()?
+        .min(reader::MAX_CHUNK_UNCOMPRESSED);
     c.u32("crc").ok()?;
     let compression = c.str("compression").ok()?;
     let records_len = c.u64("records_len").ok()?;

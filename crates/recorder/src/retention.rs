@@ -841,7 +841,7 @@ impl Retention {
             // (a file listed twice; found on the QEMU board).
             return;
         }
-        if let Err(e) = edgerec_format::info::rewrite_metadata(dir) {
+        if let Err(e) = edgerec_format::bag::rewrite_metadata(dir) {
             let err = RetentionError::Metadata {
                 path: dir.to_path_buf(),
                 source: e,

@@ -2,8 +2,8 @@
 //!
 //! One rosbag2 bag directory per session; segments `<session>_<n>.mcap`,
 //! the open one named `.mcap.active`. Closing a segment finishes its
-//! summary, fdatasyncs, renames it, fsyncs the directory, makes it 0444 and
-//! rewrites `metadata.yaml` atomically.
+//! summary, fdatasyncs, publishes it (`edgerec_format::bag::publish`: 0444,
+//! fsync, rename, directory fsync) and rewrites `metadata.yaml` atomically.
 
 use std::collections::BTreeMap;
 use std::io;
@@ -130,7 +130,7 @@ impl Session {
     /// Reloads the bag metadata from the closed segments on disk (after
     /// retention deleted some of this session's).
     pub fn reload_metadata(&mut self) {
-        match edgerec_format::info::rewrite_metadata(&self.dir) {
+        match edgerec_format::bag::rewrite_metadata(&self.dir) {
             Ok(m) => self.bag = m,
             Err(e) => tracing::warn!("{}: cannot rewrite metadata.yaml: {e}", self.dir.display()),
         }
@@ -209,13 +209,6 @@ pub struct FinishedSegment {
     closed: ClosedSegment,
     file_name: String,
     summary: edgerec_format::writer::WrittenSummary,
-}
-
-fn set_read_only(p: &Path) {
-    use std::os::unix::fs::PermissionsExt;
-    if let Err(e) = std::fs::set_permissions(p, std::fs::Permissions::from_mode(0o444)) {
-        tracing::warn!("could not make {} read-only: {e}", p.display());
-    }
 }
 
 fn fmt_err(path: &Path, e: FormatError) -> RecorderError {
@@ -396,18 +389,11 @@ impl Segment {
                 kept,
             });
         }
-        std::fs::rename(&active_path, &final_path).map_err(|e| RecorderError::Path {
-            path: active_path.clone(),
-            what: "rename the closed segment",
-            source: e,
+        bag::publish(&active_path, &final_path).map_err(|e| RecorderError::Path {
+            path: e.path,
+            what: e.step.what(),
+            source: e.source,
         })?;
-        let dir = final_path.parent().unwrap_or(Path::new("."));
-        bag::sync_dir(dir).map_err(|e| RecorderError::Path {
-            path: dir.to_path_buf(),
-            what: "fsync the session directory",
-            source: e,
-        })?;
-        set_read_only(&final_path);
         let st = &summary.statistics;
         Ok(FinishedSegment {
             closed: ClosedSegment {

@@ -98,7 +98,7 @@ fn a_real_enospc_closes_the_segment_at_its_last_good_chunk_and_recording_goes_on
         "no ENOSPC reported: {:?}",
         report.storage_errors
     );
-    let segs = edgerec_format::info::segment_files(&session).unwrap();
+    let segs = edgerec_format::bag::segment_files(&session).unwrap();
     eprintln!(
         "errors {:?}\nfiles {:?}\nstatus {:?}",
         report.storage_errors, segs, report.status.channels

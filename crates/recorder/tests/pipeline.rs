@@ -1012,7 +1012,7 @@ fn recording_goes_on_in_a_new_segment_after_a_storage_failure() {
         "expected a failure in at least two segments: {:?}",
         report.storage_errors
     );
-    let segs = edgerec_format::info::segment_files(&session).unwrap();
+    let segs = edgerec_format::bag::segment_files(&session).unwrap();
     assert!(segs.len() >= 3, "{segs:?}");
     let mut seqs = Vec::new();
     for s in &segs {

@@ -213,7 +213,7 @@ fn layout() -> Layout {
             let mtime = base + Duration::from_secs(100 * d as u64 + u64::from(i));
             segs.push(closed_segment(dir, i, payload, mtime));
         }
-        edgerec_format::info::rewrite_metadata(dir).unwrap();
+        edgerec_format::bag::rewrite_metadata(dir).unwrap();
     }
     let protected_marker = PathBuf::from(format!("{}.protected", segs[3].0.display()));
     fs::write(&protected_marker, b"event clip").unwrap();
@@ -326,7 +326,7 @@ fn deletes_oldest_first_never_active_or_protected_and_keeps_metadata_current() {
     // pipeline reloads it under the session lock after a deletion), so
     // retention left it alone; the owner's reload lists nothing now.
     assert!(!names_in_metadata(&l.dirs[2]).is_empty());
-    edgerec_format::info::rewrite_metadata(&l.dirs[2]).unwrap();
+    edgerec_format::bag::rewrite_metadata(&l.dirs[2]).unwrap();
     assert!(names_in_metadata(&l.dirs[2]).is_empty());
     assert!(l.dirs[1].exists());
 
@@ -415,7 +415,7 @@ fn order_is_mtime_then_session_and_index_with_this_runs_closes_last() {
     let a2 = closed_segment(&a, 2, 8 * KIB, t(50));
     let a1 = closed_segment(&a, 1, 8 * KIB, t(10));
     for d in [&z, &a, &c] {
-        edgerec_format::info::rewrite_metadata(d).unwrap();
+        edgerec_format::bag::rewrite_metadata(d).unwrap();
     }
     let active = c.join("rec_20250101T000000Z_2.mcap.active");
     let mut r = Retention::new(root, cap_only(u64::MAX));
@@ -663,7 +663,7 @@ fn record_three_times_the_file_system(m: &Mounted, nominal: u64) {
         // The summary; a guess, as the sequencer's would be.
         room(&mut r, 16 * KIB, &active, &mut deleted);
         let (path, bytes) = w.close();
-        edgerec_format::info::rewrite_metadata(dir).unwrap();
+        edgerec_format::bag::rewrite_metadata(dir).unwrap();
         r.segment_closed(&path, bytes);
         check_floor("closing a segment");
         written += bytes;
