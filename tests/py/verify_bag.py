@@ -70,8 +70,8 @@ def check_message(topic, type_name, m, publish_time):
             status = json.loads(m.data)
         except ValueError as err:
             fail(f"{topic}: not JSON: {err}: {m.data[:80]!r}")
-        missing = [k for k in ("schema", "state", "clock", "storage", "sources", "metrics") if k not in status]
-        if status.get("schema") != 1 or missing:
+        missing = [k for k in ("schema", "state", "clock", "storage", "sources", "channels", "metrics") if k not in status]
+        if status.get("schema") != 2 or missing:
             fail(f"{topic}: schema {status.get('schema')}, missing {missing}")
         return None
     if topic == "/edgerec/clock":

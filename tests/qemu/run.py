@@ -487,7 +487,7 @@ class PowerCut(Scenario):
         last_hb_ns = sec * 1_000_000_000 + usec * 1000
         st = [s for t, s in b.statuses() if t <= t_kill]
         check(st, "no status before the cut")
-        dropped = {s["topic"]: s["dropped"] + s["lost"] for s in st[-1]["sources"]}
+        dropped = {s["topic"]: s["dropped"] + s["lost"] for s in st[-1]["channels"]}
         self.note(f"cut at +{t_kill - t_rec:.2f} s; last heartbeat read {1000 * (t_kill - t_hb):.0f} ms before; "
                   f"{st[-1]['storage']['bytes_written'] / MIB:.0f} MiB written by the last status")
 

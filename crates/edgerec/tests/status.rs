@@ -161,7 +161,7 @@ fn status_of_a_running_recorder() {
             .unwrap();
         if o.status.success() {
             let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-            let imu_rate = v["sources"]
+            let imu_rate = v["channels"]
                 .as_array()
                 .and_then(|a| a.iter().find(|s| s["topic"] == "/imu"))
                 .and_then(|s| s["rate_hz"].as_f64())
@@ -179,7 +179,7 @@ fn status_of_a_running_recorder() {
 
     // The state and why: no PTP here, so the clock is free-running and
     // the recording is degraded by it, said in words.
-    assert_eq!(json["schema"], 1);
+    assert_eq!(json["schema"], 2);
     assert_eq!(json["state"], "degraded", "{json:#}");
     assert_eq!(json["reasons"][0], "clock unlocked", "{json:#}");
     // Clock: source, quality, the reason ptp4l did not answer.
@@ -226,11 +226,22 @@ fn status_of_a_running_recorder() {
     } else {
         assert!(fifo.is_empty(), "SCHED_FIFO without CAP_SYS_NICE? {rt:#}");
     }
-    // Sources: the two synthetic ones at about their rates, and the
-    // recorder's own topics.
+    // Sources: each synthetic one and the recorder's own topics, running
+    // under the supervisor, none restarted.
     let sources = json["sources"].as_array().unwrap();
+    for want in ["synthetic /imu", "/edgerec/status", "/edgerec/clock"] {
+        let s = sources
+            .iter()
+            .find(|s| s["name"] == want)
+            .unwrap_or_else(|| panic!("{want} missing from {sources:?}"));
+        assert_eq!(s["state"], "running", "{s}");
+        assert_eq!(s["restarts"], 0, "{s}");
+    }
+    // Channels: the two synthetic ones at about their rates, and the
+    // recorder's own topics.
+    let channels = json["channels"].as_array().unwrap();
     let rate = |t: &str| {
-        sources
+        channels
             .iter()
             .find(|s| s["topic"] == t)
             .unwrap_or_else(|| panic!("{t} missing"))["rate_hz"]
@@ -263,7 +274,15 @@ fn status_of_a_running_recorder() {
         .iter()
         .map(|s| s["name"].as_str().unwrap())
         .collect();
-    for want in ["storage", "clock", "control", "source /edgerec/status"] {
+    for want in [
+        "chunker",
+        "compressor 0",
+        "storage",
+        "closer",
+        "sources",
+        "clock",
+        "control",
+    ] {
         assert!(stages.contains(&want), "{want} not in {stages:?}");
     }
     assert!(json["stages"]
@@ -299,6 +318,7 @@ fn status_of_a_running_recorder() {
         "clock:     realtime, free_running",
         "storage:   ",
         "/imu",
+        "synthetic /imu               running    restarts    0",
         "cpu.load",
         "/proc/stat",
         "source of gpu load",
@@ -403,6 +423,6 @@ fn status_of_a_running_recorder() {
     let len = u32::from_le_bytes(last_status.data[4..8].try_into().unwrap()) as usize;
     let text = std::str::from_utf8(&last_status.data[8..8 + len - 1]).unwrap();
     let v: serde_json::Value = serde_json::from_str(text).unwrap();
-    assert_eq!(v["schema"], 1);
+    assert_eq!(v["schema"], 2);
     drop(child);
 }
