@@ -8,7 +8,7 @@ Two readers that share no code with edgerec (nor with each other):
      every message with its own type store.
 
 For every message the synthetic source's contract is checked (see
-crates/recorder/src/synthetic.rs): the embedded sequence number, header.stamp
+crates/synthetic/src/encode.rs): the embedded sequence number, header.stamp
 == publish_time, the deterministic field values and the full data payload.
 Per topic: sequence numbers strictly increase, the number missing equals the
 drops edgerec reported, and the count equals what edgerec said it wrote.
@@ -36,7 +36,7 @@ def fail(msg):
 
 
 def pattern(topic, n):
-    """crates/recorder/src/synthetic.rs fill_pattern()."""
+    """crates/synthetic/src/encode.rs fill_pattern()."""
     key = (topic, n)
     if key in _patterns:
         return _patterns[key]

@@ -4,8 +4,12 @@
 //! within the stage deadline of the hang, the fault file names `storage`,
 //! the status says `fault`; after the process is killed (what systemd or
 //! the hardware watchdog would do), the next start recovers the unfinished
-//! segment and reports the fault once. The hardware device itself is
-//! exercised on the QEMU board (tests/qemu).
+//! segment and reports the fault once. And each stage of the pipeline
+//! panicked in turn (`EDGEREC_FAULT_PANIC=STAGE@MS`): the run ends in
+//! fault within a stage deadline (exit 70, no hang), the fault file names
+//! the dead stage, and the next start recovers the segment it left
+//! `.active`. The hardware device itself is exercised on the QEMU board
+//! (tests/qemu).
 #![cfg(feature = "fault-injection")]
 
 use std::os::unix::net::UnixDatagram;
@@ -195,4 +199,116 @@ fn a_hung_storage_stage_stops_the_watchdog_and_is_reported_at_the_next_start() {
         "{names:?}"
     );
     drop(second);
+}
+
+fn sessions(root: &Path) -> Vec<std::path::PathBuf> {
+    let mut v: Vec<_> = std::fs::read_dir(root)
+        .map(|r| {
+            r.map(|e| e.unwrap().path())
+                .filter(|p| p.is_dir())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+fn files(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn each_stage_that_panics_ends_the_run_in_fault_and_the_next_start_recovers() {
+    if edgerec_testkit::skip_if_cannot_exec(BIN) {
+        return;
+    }
+    for stage in ["chunker", "compressor", "storage", "closer"] {
+        let d = tempfile::tempdir().unwrap();
+        let cfg = d.path().join("edgerec.toml");
+        // Segments of 1 s, so the closer has work when it is its turn.
+        std::fs::write(
+            &cfg,
+            config(d.path()) + "[segment]\nmax_duration = \"1s\"\n",
+        )
+        .unwrap();
+        let t0 = Instant::now();
+        let mut first = Kill(
+            Command::new(BIN)
+                .args([
+                    "run",
+                    "--config",
+                    cfg.to_str().unwrap(),
+                    "--duration",
+                    "60s",
+                ])
+                .env("EDGEREC_LOG", "warn")
+                .env("EDGEREC_FAULT_PANIC", format!("{stage}@2500"))
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        // The panic comes 2.5 s in; the run must end within one stage
+        // deadline (1 s) of it, plus slack for a loaded machine.
+        let code = loop {
+            if let Some(st) = first.0.try_wait().unwrap() {
+                break st.code();
+            }
+            assert!(
+                t0.elapsed() < Duration::from_millis(2500 + 1000 + 2500),
+                "{stage}: the run did not end after the panic (hang)"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        eprintln!("{stage}: ended {:?} after the start", t0.elapsed());
+        assert_eq!(code, Some(70), "{stage}: exit code");
+        let fault: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(d.path().join("last-fault.json")).unwrap())
+                .unwrap();
+        assert!(
+            fault["stage"].as_str().unwrap().starts_with(stage),
+            "{stage}: {fault:#}"
+        );
+        assert!(
+            fault["message"].as_str().unwrap().contains("died"),
+            "{stage}: {fault:#}"
+        );
+        let session = sessions(&d.path().join("rec")).remove(0);
+        let before = files(&session);
+        assert!(
+            before.iter().any(|n| n.ends_with(".mcap.active")),
+            "{stage}: the open segment is left .active: {before:?}"
+        );
+
+        // The next start recovers it, and records on.
+        let o = Command::new(BIN)
+            .args(["run", "--config", cfg.to_str().unwrap(), "--duration", "1s"])
+            .env("EDGEREC_LOG", "warn")
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "{stage}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        let after = files(&session);
+        assert!(
+            !after.iter().any(|n| n.ends_with(".active")),
+            "{stage}: still unfinished after the next start: {after:?}"
+        );
+        let check = Command::new(BIN)
+            .args(["check", session.to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(
+            check.status.success(),
+            "{stage}: {}",
+            String::from_utf8_lossy(&check.stdout)
+        );
+    }
 }

@@ -1112,3 +1112,200 @@ fn storage_stage_threads_run_sched_fifo_and_nothing_else_does() {
     let idx = check_channel("/rt", &topics["/rt"], 1, 512);
     assert!(idx.iter().copied().eq(0..N));
 }
+
+// ---------------------------------------------------------------------------
+// 3b. Channel isolation inside one source
+// ---------------------------------------------------------------------------
+
+/// One source, two channels pushed from two threads through clones of one
+/// sink: `/camera` floods 1 MiB messages as fast as it can, `/imu` sends
+/// a small message every millisecond.
+struct TwoChannels {
+    flood: Arc<PushCounts>,
+    quiet: Arc<PushCounts>,
+}
+
+impl Source for TwoChannels {
+    fn name(&self) -> String {
+        "two-channels".into()
+    }
+
+    fn run(&mut self, sink: &SourceSink, stop: &Stop) -> Result<(), SourceError> {
+        let camera = sink.register(spec("/camera"))?;
+        std::thread::scope(|s| {
+            let flood_sink = sink.clone();
+            let flood = &self.flood;
+            s.spawn(move || {
+                let mut i = 0u64;
+                while !stop.is_requested() {
+                    let now = flood_sink.now_ns();
+                    flood.record(flood_sink.push(Envelope {
+                        channel: camera,
+                        log_time: now,
+                        publish_time: now,
+                        payload: payload(1, i, MIB),
+                    }));
+                    i += 1;
+                }
+            });
+            // The quiet channel is registered while the flood runs, from
+            // the other thread's clone: it is known at once.
+            let imu = sink.register(spec("/imu"))?;
+            let start = Instant::now();
+            let mut i = 0u64;
+            while !stop.is_requested() {
+                let due = start + Duration::from_millis(i);
+                if let Some(wait) = due.checked_duration_since(Instant::now()) {
+                    stop.wait_timeout(wait);
+                    continue;
+                }
+                let now = sink.now_ns();
+                self.quiet.record(sink.push(Envelope {
+                    channel: imu,
+                    log_time: now,
+                    publish_time: now,
+                    payload: payload(2, i, 64),
+                }));
+                i += 1;
+            }
+            Ok(())
+        })
+    }
+}
+
+#[test]
+fn in_one_source_a_flooding_channel_cannot_make_a_quiet_channel_drop() {
+    const BUDGET: u64 = 48 << 20;
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = options(dir.path());
+    o.memory_budget = BUDGET;
+    o.chunk_size = MIB;
+    o.compression = Compression::None;
+    o.queue_capacity = 1024;
+    let src = TwoChannels {
+        flood: Arc::default(),
+        quiet: Arc::default(),
+    };
+    let (fc, qc) = (src.flood.clone(), src.quiet.clone());
+    let rec = Recorder::start(o, vec![Box::new(src)], Arc::new(SystemClock)).expect("start");
+    std::thread::sleep(Duration::from_secs(2));
+    let report = rec.stop().expect("stop");
+    let (f, q) = (fc.get(), qc.get());
+    eprintln!("flood {f:?}\nquiet {q:?}");
+    let s = &report.status;
+    eprintln!(
+        "budget peak {} MiB of {} MiB",
+        s.budget_peak >> 20,
+        s.budget_limit >> 20
+    );
+
+    // The flood really outran the disk; otherwise this proves nothing.
+    assert!(f.dropped() > 0, "the flood was never refused: {f:?}");
+    assert!(
+        q.ok >= 1000,
+        "the quiet channel pushed only {} in 2 s at 1 kHz",
+        q.ok
+    );
+    assert_eq!(q.dropped(), 0, "the quiet channel was refused: {q:?}");
+    let sq = channel(s, "/imu");
+    assert_eq!(
+        (sq.accepted, sq.dropped, sq.written, sq.lost),
+        (q.ok, 0, q.ok, 0)
+    );
+    let sf = channel(s, "/camera");
+    assert_eq!(sf.dropped, f.dropped());
+    assert_eq!(sf.written, f.ok);
+    // Memory: within the budget, but for the index records a compressor
+    // adds per chunk in flight (charged past the limit, never refused).
+    assert!(
+        s.budget_peak <= BUDGET + MAX_CHUNKS_IN_FLIGHT as u64 * 4 * KIB as u64,
+        "budget peak {} of {BUDGET}",
+        s.budget_peak
+    );
+    let rb = validate(&only_segment(&report));
+    let topics = by_topic(&rb);
+    let qi = check_channel("/imu", &topics["/imu"], 2, 64);
+    assert!(qi.iter().copied().eq(0..q.ok), "the quiet channel has gaps");
+}
+
+// ---------------------------------------------------------------------------
+// 3c. Drops counted once, across splits
+// ---------------------------------------------------------------------------
+
+#[test]
+fn drops_are_counted_once_across_splits_and_info_equals_the_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut o = options(dir.path());
+    // A queue of 64 that bursts of 500 overflow every 5 ms, and segments
+    // of at most 2000 messages: drops in nearly every segment, and splits
+    // while drops keep happening.
+    o.queue_capacity = 64;
+    o.split = SplitPolicy {
+        max_messages: 2_000,
+        ..SplitPolicy::default()
+    };
+    let bursty = CountingSource::new(1, "/bursty", 128)
+        .every(Duration::from_millis(5))
+        .burst(500);
+    let steady = CountingSource::new(2, "/steady", 64).every(Duration::from_millis(2));
+    let (bc, sc) = (bursty.counts(), steady.counts());
+    let rec =
+        Recorder::start(o, boxed(vec![bursty, steady]), Arc::new(SystemClock)).expect("start");
+    std::thread::sleep(Duration::from_millis(1500));
+    let report = rec.stop().expect("stop");
+    let (b, s) = (bc.get(), sc.get());
+    assert!(b.queue_full > 0, "the bursts never overflowed: {b:?}");
+    assert!(
+        report.segments.len() >= 4,
+        "{} segments",
+        report.segments.len()
+    );
+
+    // Each file's edgerec.drops, summed per topic over the session.
+    let mut per_file = Vec::new();
+    let mut sum: BTreeMap<String, u64> = BTreeMap::new();
+    for seg in &report.segments {
+        let rb = validate(&seg.path);
+        let d = rb.metadata.get("edgerec.drops").expect("edgerec.drops");
+        let n: u64 = d["/bursty"].parse().unwrap();
+        per_file.push(n);
+        for (topic, v) in d {
+            *sum.entry(topic.clone()).or_default() += v.parse::<u64>().unwrap();
+        }
+    }
+    eprintln!("drops per segment {per_file:?}; source saw {b:?}");
+    assert!(
+        per_file.iter().filter(|&&n| n > 0).count() >= 2,
+        "drops in fewer than two segments: {per_file:?}"
+    );
+    let st = |t: &str| {
+        let c = channel(&report.status, t);
+        c.dropped + c.lost
+    };
+    assert_eq!(sum["/bursty"], st("/bursty"), "files vs status");
+    assert_eq!(
+        sum["/bursty"],
+        b.dropped(),
+        "files vs what the source saw refused"
+    );
+    assert_eq!(sum["/steady"], st("/steady"));
+    assert_eq!(s.dropped(), st("/steady"));
+
+    // `info` of the session adds up to the same totals.
+    let info = edgerec_format::info::inspect(&report.session_dir).expect("info");
+    assert_eq!(
+        info.drops.get("/bursty").copied().unwrap_or(0),
+        st("/bursty")
+    );
+    assert_eq!(
+        info.drops.get("/steady").copied().unwrap_or(0),
+        st("/steady")
+    );
+    let status_total: u64 = report
+        .status
+        .channels
+        .iter()
+        .map(|c| c.dropped + c.lost)
+        .sum();
+    assert_eq!(info.drops.values().sum::<u64>(), status_total);
+}
