@@ -22,7 +22,13 @@ Measured, in interleaved rounds (median of the rounds is reported):
            beside the same estimate between splits as the noise floor.
            10% of the second a split happens in is 100 ms.
 
-usage: scripts/bench.py [--short] [--dir DIR] [--json FILE] [--rounds N]
+  baseline with --baseline REV (scripts/bench builds that commit's edgerec
+           in a git worktree under target/bench-baseline): the 1 MiB run and
+           both 256 B runs again with the baseline's binary, interleaved in
+           the same rounds, so a change is judged against the same disk
+           state and load (ratios new/baseline, medians of each).
+
+usage: scripts/bench.py [--short] [--dir DIR] [--json FILE] [--rounds N] [--baseline-bin PATH]
 Needs the release binaries (scripts/bench builds them) and fio.
 """
 import argparse
@@ -75,7 +81,7 @@ def fio(d, seconds, size, fallocate="native"):
     return j["jobs"][0]["write"]["bw_bytes"] / 1e6
 
 
-def edgerec(d, seconds, channel_toml, extra_toml=""):
+def edgerec(d, seconds, channel_toml, extra_toml="", binary=EDGEREC):
     with tempfile.TemporaryDirectory() as t:
         cfg = Path(t) / "bench.toml"
         cfg.write_text(f"""
@@ -92,7 +98,7 @@ fault_file = "{d}/rec.fault.json"
 {channel_toml}
 """)
         rep = Path(t) / "report.json"
-        run([EDGEREC, "run", "--config", cfg, "--duration", f"{seconds}s", "--quiet",
+        run([binary, "run", "--config", cfg, "--duration", f"{seconds}s", "--quiet",
              "--report-json", rep], env={**os.environ, "EDGEREC_LOG": "warn"})
         r = json.loads(rep.read_text())
     shutil.rmtree(Path(d) / "rec")
@@ -185,6 +191,7 @@ def main():
     ap.add_argument("--dir", default=str(ROOT / "data/bench"))
     ap.add_argument("--json", help="also write the results here")
     ap.add_argument("--rounds", type=int)
+    ap.add_argument("--baseline-bin", help="an edgerec binary of another commit, run in the same rounds")
     a = ap.parse_args()
     secs = 2 if a.short else 8
     rounds = a.rounds or (1 if a.short else 5)
@@ -197,7 +204,8 @@ def main():
         return 0
     fio_size = "6G" if a.short else "16G"
 
-    res = {"nosplit": [], "fio": [], "fio_nofalloc": [], "edgerec": [], "naive": [], "small": [], "small_max": [], "naive_small": []}
+    res = {"nosplit": [], "fio": [], "fio_nofalloc": [], "edgerec": [], "naive": [], "small": [], "small_max": [], "naive_small": [],
+           "base": [], "base_small": [], "base_small_max": []}
     for i in range(rounds):
         print(f"round {i + 1}/{rounds} ...", file=sys.stderr)
         res["fio"].append({"mb_s": fio(d, secs, fio_size)})
@@ -214,6 +222,11 @@ def main():
         # The same run with segments that never split in it: the A/B pair
         # that prices a split (the run above splits every 1 GiB).
         res["nosplit"].append(edgerec(d, secs, IMAGE, '[segment]\nmax_bytes = "1TiB"'))
+        if a.baseline_bin:
+            b = Path(a.baseline_bin)
+            res["base"].append(edgerec(d, secs, IMAGE, binary=b))
+            res["base_small"].append(edgerec(d, secs, SMALL.format(rate=1_000_000), big_queue, binary=b))
+            res["base_small_max"].append(edgerec(d, secs, SMALL.format(rate='"max"'), big_queue, binary=b))
 
     fio_mb = med(res["fio"], "mb_s")
     e = res["edgerec"]
@@ -278,6 +291,21 @@ def main():
          bool(split_lost) and split_lost[-1] <= 100.0),
     ]
     summary["bars"] = {name: ok for name, ok in bars}
+    if a.baseline_bin:
+        base_mb = med(res["base"], "mb_s")
+        summary["baseline"] = {
+            "binary": a.baseline_bin,
+            "mb_s": base_mb,
+            "ratio_fio": base_mb / max(fio_mb, med(res["fio_nofalloc"], "mb_s")),
+            "small_msgs_s_at_1M_hz": med(res["base_small"], "msgs_s_sustained"),
+            "small_drops_at_1M_hz": max(r["drops"] for r in res["base_small"]),
+            "small_msgs_s_max": med(res["base_small_max"], "msgs_s_sustained"),
+            "peak_rss_mib": max(r["peak_rss_mib"] for r in res["base"]),
+            # Round by round, new over baseline: the spread is the noise.
+            "round_ratios_mb_s": [n["mb_s"] / o["mb_s"] for n, o in zip(e, res["base"])],
+            "round_ratios_small_max": [n["msgs_s_sustained"] / o["msgs_s_sustained"]
+                                       for n, o in zip(res["small_max"], res["base_small_max"])],
+        }
 
     print()
     print(f"edgerec benchmark ({summary['mode']}, {rounds} round(s) of {secs} s, medians) on {d}")
@@ -306,6 +334,18 @@ def main():
         ("same between splits (noise): median / p95 / worst", "-" if not mid_lost
          else f"{summary['mid_local_lost_ms_median']:.0f} / {summary['mid_local_lost_ms_p95']:.0f} / {mid_lost[-1]:.0f}"),
     ]
+    if a.baseline_bin:
+        bl = summary["baseline"]
+        rows += [
+            ("baseline: edgerec 1 MiB msgs (MB/s)", f"{bl['mb_s']:.0f}"),
+            ("baseline: ratio to faster fio", f"{bl['ratio_fio']:.2f}"),
+            ("new/baseline 1 MiB, per round", " ".join(f"{x:.2f}" for x in bl["round_ratios_mb_s"])),
+            ("baseline: 256 B at 1 MHz sustained msg/s", f"{bl['small_msgs_s_at_1M_hz']:,.0f}"),
+            ("baseline: 256 B at 1 MHz drops", f"{bl['small_drops_at_1M_hz']}"),
+            ("baseline: 256 B at max rate msg/s", f"{bl['small_msgs_s_max']:,.0f}"),
+            ("new/baseline 256 B max, per round", " ".join(f"{x:.2f}" for x in bl["round_ratios_small_max"])),
+            ("baseline: peak RSS 1 MiB run (MiB)", f"{bl['peak_rss_mib']:.0f}"),
+        ]
     for k, v in rows:
         print(f"{k:48} {v:>14}")
     print()

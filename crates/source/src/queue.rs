@@ -1,16 +1,18 @@
 //! One channel's bounded queue.
 //!
-//! A mutex around a `VecDeque`, not a preallocated ring: a recording may
-//! carry hundreds of topics, most of them quiet, and a ring of
-//! `queue_capacity` slots per channel would hold its memory (about 1 MiB
-//! per channel at the default 16384) whether used or not. Here a queue
-//! grows only as far as its channel backs up. The producer holds the lock
-//! for one `push_back`; the chunker for one batch of pops. `len` is
-//! mirrored in an atomic so the chunker skips empty queues without
-//! locking them.
+//! std's unbounded channel (a lock-free list of 31-slot blocks, allocated
+//! as messages arrive and freed as they are taken) under a length counter
+//! that bounds it, not a preallocated ring: a recording may carry
+//! hundreds of topics, most of them quiet, and a ring of `queue_capacity`
+//! slots per channel would hold its memory (about 1 MiB per channel at the
+//! default 16384) whether used or not. A push is a `fetch_add` and a
+//! lock-free `send`: a producer pre-empted mid-push (two loaded cores, a
+//! 1 MHz source) cannot make another producer or the chunker wait, as it
+//! could while holding a mutex. The receiving end is taken only by the
+//! chunker; its mutex is never contended.
 
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Mutex, PoisonError};
 
 use crate::envelope::Envelope;
@@ -35,15 +37,18 @@ pub struct Queued {
 
 #[derive(Debug)]
 pub(crate) struct ChannelQueue {
-    items: Mutex<VecDeque<Queued>>,
+    tx: Sender<Queued>,
+    rx: Mutex<Receiver<Queued>>,
     len: AtomicUsize,
     capacity: usize,
 }
 
 impl ChannelQueue {
     pub(crate) fn new(capacity: usize) -> Self {
+        let (tx, rx) = channel();
         Self {
-            items: Mutex::new(VecDeque::new()),
+            tx,
+            rx: Mutex::new(rx),
             len: AtomicUsize::new(0),
             capacity: capacity.max(1),
         }
@@ -52,16 +57,16 @@ impl ChannelQueue {
     /// Appends `q`, or hands it back when the queue is full.
     #[inline]
     pub(crate) fn push(&self, q: Queued) -> Result<(), Queued> {
-        // A panic while the lock is held cannot leave the deque half
-        // changed (push_back and pop_front are complete or not done), so
-        // a poisoned lock is used as it is.
-        let mut items = self.items.lock().unwrap_or_else(PoisonError::into_inner);
-        if items.len() >= self.capacity {
+        // Claim a place first: at most `capacity` claims succeed.
+        if self.len.fetch_add(1, Ordering::AcqRel) >= self.capacity {
+            self.len.fetch_sub(1, Ordering::AcqRel);
             return Err(q);
         }
-        items.push_back(q);
-        self.len.store(items.len(), Ordering::Release);
-        Ok(())
+        // The receiver lives as long as the queue: send cannot fail.
+        self.tx.send(q).map_err(|e| {
+            self.len.fetch_sub(1, Ordering::AcqRel);
+            e.0
+        })
     }
 
     /// Moves up to `max` messages, oldest first, into `out`; returns how
@@ -71,10 +76,20 @@ impl ChannelQueue {
         if self.len.load(Ordering::Acquire) == 0 {
             return 0;
         }
-        let mut items = self.items.lock().unwrap_or_else(PoisonError::into_inner);
-        let n = items.len().min(max);
-        out.extend(items.drain(..n));
-        self.len.store(items.len(), Ordering::Release);
+        // Only the chunker takes: never contended. A panic while it is
+        // held leaves the receiver whole, so a poisoned lock is used as is.
+        let rx = self.rx.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut n = 0;
+        while n < max {
+            match rx.try_recv() {
+                Ok(q) => {
+                    out.push(q);
+                    n += 1;
+                }
+                Err(_) => break,
+            }
+        }
+        self.len.fetch_sub(n, Ordering::AcqRel);
         n
     }
 
