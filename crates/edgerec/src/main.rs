@@ -15,7 +15,9 @@ use clap::{Parser, Subcommand};
 use edgerec_config::Config;
 use edgerec_format::{info, recover};
 use edgerec_health::state::HealthState;
-use edgerec_recorder::{Recorder, RecorderError, RecorderOptions, RecorderStatus, THROUGHPUT_BIN};
+use edgerec_recorder::{
+    Recorder, RecorderOptions, RecorderStatus, RecordingReport, THROUGHPUT_BIN,
+};
 use edgerec_source::RecordingClock;
 use edgerec_synthetic::SyntheticSource;
 
@@ -481,21 +483,30 @@ fn record(
     let handle = rec.status_handle();
     let report = rec.stop();
     let secs = started.elapsed().as_secs_f64();
-    if let Err(RecorderError::StageDied { stage, message }) = &report {
-        daemon.finish(Some(control), HealthState::Fault);
-        eprintln!("edgerec: stage {stage} died: {message}");
-        eprintln!("edgerec: the recording ended in fault; the open segment is left .active and the next start recovers it");
-        return Ok(Ended::StageDied);
-    }
-    if died.is_some() {
-        daemon.finish(Some(control), HealthState::Fault);
-        eprintln!(
-            "edgerec: a stage died: {}",
-            handle.snapshot().fault.unwrap_or_default()
-        );
-        return Ok(Ended::StageDied);
-    }
-    let failed = !matches!(&report, Ok(r) if r.storage_errors.is_empty());
+    let report = match report {
+        Ok(r) if died.is_none() => r,
+        // A stage died or hung: the recording ended in fault, nothing more
+        // was written; the open segment is left for the next start.
+        other => {
+            daemon.finish(Some(control), HealthState::Fault);
+            match other {
+                Err(e) => eprintln!("edgerec: {e}"),
+                Ok(_) => eprintln!("edgerec: {}", handle.snapshot().fault.unwrap_or_default()),
+            }
+            let s = handle.snapshot();
+            eprintln!(
+                "edgerec: the recording ended in fault: {} messages are in whole chunks on disk, {} accepted messages were not written, {} dropped; the next start recovers the unfinished segment",
+                s.channels.iter().map(|c| c.written).sum::<u64>(),
+                s.channels
+                    .iter()
+                    .map(|c| c.accepted.saturating_sub(c.written))
+                    .sum::<u64>(),
+                s.channels.iter().map(|c| c.dropped).sum::<u64>()
+            );
+            return Ok(Ended::StageDied);
+        }
+    };
+    let failed = !report.storage_errors.is_empty();
     daemon.finish(
         Some(control),
         if failed {
@@ -504,29 +515,14 @@ fn record(
             HealthState::Idle
         },
     );
-    let (status, segments, per_bin, splits, storage_errors) = match report {
-        Ok(r) => (
-            r.status,
-            r.segments,
-            r.bytes_per_bin,
-            r.split_at_seconds,
-            r.storage_errors,
-        ),
-        Err(e) => {
-            let s = handle.snapshot();
-            eprintln!("edgerec: storage failed: {e}");
-            eprintln!(
-                "edgerec: {} messages are in whole chunks on disk; {} accepted messages were lost with the failure, {} dropped",
-                s.channels.iter().map(|c| c.written).sum::<u64>(),
-                s.channels.iter().map(|c| c.lost).sum::<u64>(),
-                s.channels.iter().map(|c| c.dropped).sum::<u64>()
-            );
-            eprintln!(
-                "edgerec: the segment stays .active, cut at its last good block, for recovery"
-            );
-            return Ok(Ended::StorageFailed);
-        }
-    };
+    let RecordingReport {
+        status,
+        segments,
+        bytes_per_bin: per_bin,
+        split_at_seconds: splits,
+        storage_errors,
+        ..
+    } = report;
     println!("session:   {}", status.session_dir.display());
     for s in &segments {
         println!(

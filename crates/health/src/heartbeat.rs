@@ -315,25 +315,11 @@ impl Drop for Heartbeat {
     }
 }
 
-/// Nanoseconds on `CLOCK_MONOTONIC_COARSE`: a vDSO read of the last tick's
-/// time, several times cheaper than `Instant::now()` and precise enough
-/// for deadlines of hundreds of milliseconds.
+/// Nanoseconds on `CLOCK_MONOTONIC_COARSE`, the same cheap clock the
+/// source layer stamps liveness with ([`edgerec_source::clock::coarse_ns`]).
 #[cfg(target_os = "linux")]
 fn coarse_ns(_base: Instant) -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a live, writable timespec for the whole call;
-    // clock_gettime only writes it. CLOCK_MONOTONIC_COARSE exists on every
-    // Linux since 2.6.32, so the call cannot fail with valid arguments.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC_COARSE, &mut ts) };
-    if rc != 0 {
-        return 0;
-    }
-    (ts.tv_sec as u64)
-        .saturating_mul(1_000_000_000)
-        .saturating_add(ts.tv_nsec as u64)
+    edgerec_source::clock::coarse_ns()
 }
 
 /// Elsewhere, ns since `base` on `Instant` (the registry's base then

@@ -66,7 +66,7 @@ pub struct StatusHandle {
     intake: Arc<Intake>,
     counters: Arc<PipelineCounters>,
     stages: Arc<Stages>,
-    sources: Option<SupervisorView>,
+    sources: SupervisorView,
     session_dir: PathBuf,
     backend: String,
     fallback_reason: Option<String>,
@@ -137,11 +137,7 @@ impl StatusHandle {
                     bytes: c.counters.bytes.load(Ordering::Relaxed),
                 })
                 .collect(),
-            sources: self
-                .sources
-                .as_ref()
-                .map(SupervisorView::status)
-                .unwrap_or_default(),
+            sources: self.sources.status(),
             unknown_channel_pushes: self.intake.table().unknown_channel_pushes(),
             stage_died,
         }
@@ -364,7 +360,7 @@ impl Recorder {
             intake,
             counters,
             stages,
-            sources: Some(supervisor.view()),
+            sources: supervisor.view(),
             session_dir,
             backend,
             fallback_reason,

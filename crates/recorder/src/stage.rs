@@ -18,7 +18,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use edgerec_health::heartbeat::Heartbeat;
-use edgerec_source::Liveness;
+use edgerec_source::{panic_message, Liveness};
 
 use crate::RecorderError;
 
@@ -170,16 +170,6 @@ pub(crate) fn spawn_stage<T: Send + 'static>(
         handle,
         live,
     })
-}
-
-fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
-    if let Some(s) = p.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = p.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "a panic whose payload is not text".to_owned()
-    }
 }
 
 /// A bounded-by-its-producer queue of work for several consumers that

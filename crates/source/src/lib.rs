@@ -79,6 +79,7 @@ pub use sink::{Dropped, Liveness, SourceSink};
 pub use source::Source;
 pub use stop::Stop;
 pub use supervisor::{
-    BeatFn, SourceState, SourceStatus, StopReport, Supervisor, SupervisorOptions, SupervisorView,
+    panic_message, BeatFn, SourceState, SourceStatus, StopReport, Supervisor, SupervisorOptions,
+    SupervisorView,
 };
 pub use table::ChannelTable;

@@ -476,8 +476,9 @@ fn thread_name(source: &str) -> String {
     n
 }
 
-/// The text of a panic's payload.
-pub(crate) fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
+/// The text of a panic's payload (`panic!("...")` gives a `&str` or a
+/// `String`), for logs and the status.
+pub fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = p.downcast_ref::<&str>() {
         (*s).to_owned()
     } else if let Some(s) = p.downcast_ref::<String>() {
