@@ -25,7 +25,7 @@ import yocto_check  # noqa: E402
 
 def copy_tree(dst):
     """The files yocto-check reads, copied to dst, plus a synthetic board/."""
-    for rel in ("Cargo.toml", "Cargo.lock", "crates/edgerec/Cargo.toml", "scripts/yocto-crates",
+    for rel in ("Cargo.toml", "Cargo.lock", "LICENSE", "crates/edgerec/Cargo.toml", "scripts/yocto-crates",
                 "scripts/yocto-qemu-data", "scripts/lib.sh"):
         os.makedirs(os.path.dirname(os.path.join(dst, rel)) or dst, exist_ok=True)
         shutil.copy2(os.path.join(REPO, rel), os.path.join(dst, rel))
@@ -166,6 +166,15 @@ class YoctoCheckTest(unittest.TestCase):
     def test_version_mismatch_is_caught(self):
         edit(self.path("Cargo.toml"), 'version = "0.1.0"', 'version = "0.2.0"')
         self.assertFails(self.run_checks(["version"]), "edgerec_0.1.0.bb", "not the workspace version 0.2.0")
+
+    def test_license_file_other_than_the_checksum_is_caught(self):
+        with open(self.path("LICENSE"), "a", encoding="utf-8") as f:
+            f.write("   Copyright 2026 edgerec\n")
+        self.assertFails(self.run_checks(["version"]), "edgerec_0.1.0.bb",
+                         r"LIC_FILES_CHKSUM gives LICENSE md5 \w+, the file's is")
+        os.unlink(self.path("LICENSE"))
+        self.assertFails(self.run_checks(["version"]), "edgerec_0.1.0.bb",
+                         "names LICENSE, which the repository does not have")
 
     def test_rust_older_than_workspace_is_caught(self):
         edit(self.path("yocto/meta-edgerec/conf/distro/edgerec.conf"),

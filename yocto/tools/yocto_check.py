@@ -21,7 +21,8 @@ that can be checked offline is checked:
   features    every cargo feature the layer can enable exists in
               crates/edgerec/Cargo.toml
   version     the recipe's PV is the workspace version, its LICENSE the
-              workspace license, EDGEREC_GIT_URI the workspace repository
+              workspace license, EDGEREC_GIT_URI the workspace repository;
+              each file LIC_FILES_CHKSUM names (LICENSE) exists with its md5
   rust        RUSTVERSION >= the workspace rust-version
   partitions  the NVMe layout has DATA last before secondary_gpt, the only
               growing partition, with APP still id 1 and fixed
@@ -42,6 +43,7 @@ scripts/yocto-check runs this after scripts/yocto-crates --check.
 import argparse
 import fnmatch
 import glob
+import hashlib
 import os
 import re
 import shutil
@@ -493,12 +495,43 @@ def check_recipe(root, report):
     if lic is None or lic.value != ws["license"]:
         report.fail(rel, f"LICENSE {lic.value if lic else None!r} is not the workspace license "
                     f"{ws['license']!r}", f'LICENSE = "{ws["license"]}"')
+    check_license_files(root, rel, values.get("LIC_FILES_CHKSUM"), report)
     uri = values.get("EDGEREC_GIT_URI")
     repo = re.sub(r"^[a-z+]+://", "", ws["repository"]).removesuffix(".git").rstrip("/")
     got = re.sub(r"^[a-z+]+://", "", uri.value.split(";")[0]).removesuffix(".git") if uri else None
     if got != repo:
         report.fail(rel, f"EDGEREC_GIT_URI points at {got!r}, the workspace repository is {repo!r}",
                     f'EDGEREC_GIT_URI ?= "git://{repo};protocol=https;branch=main"')
+
+
+def check_license_files(root, rel, chksum, report):
+    """Every LIC_FILES_CHKSUM entry naming a file of the source (S is this
+    repository's checkout) exists and has the md5 given: bitbake's
+    do_populate_lic would stop on either. Entries under
+    ${COMMON_LICENSE_DIR} are oe-core's and not checked here."""
+    if chksum is None:
+        report.fail(rel, "LIC_FILES_CHKSUM is not set", 'LIC_FILES_CHKSUM = "file://LICENSE;md5=..."')
+        return
+    for entry in chksum.value.split():
+        url, *params = entry.split(";")
+        path = url.removeprefix("file://")
+        if "${" in path:
+            continue
+        opts = dict(p.split("=", 1) for p in params if "=" in p)
+        try:
+            with open(os.path.join(root, path), "rb") as f:
+                lines = f.read().splitlines(keepends=True)
+        except OSError as e:
+            report.fail(rel, f"LIC_FILES_CHKSUM names {path}, which the repository does not have "
+                        f"({e.strerror})", f"add {path} or point LIC_FILES_CHKSUM at the license file")
+            continue
+        # bitbake's beginline/endline: 1-based, both included.
+        lines = lines[int(opts.get("beginline", 1)) - 1:int(opts["endline"]) if "endline" in opts else None]
+        md5 = hashlib.md5(b"".join(lines)).hexdigest()
+        if opts.get("md5") != md5:
+            report.fail(rel, f"LIC_FILES_CHKSUM gives {path} md5 {opts.get('md5')}, the file's is {md5}",
+                        f'"file://{path};md5={md5}" (after checking the license text is still the one '
+                        "LICENSE names)")
 
 
 def check_rust(root, report):

@@ -23,10 +23,12 @@ now_us() {
     echo $(($2 * 1000000 + $4))
 }
 
-# Every ~100 ms: "@@ hb SEC USEC UPTIME", CLOCK_REALTIME (adjtimex(2): the
+# Every 100-300 ms (a 50 ms sleep plus the shell and two processes, slow
+# under TCG): "@@ hb SEC USEC UPTIME", CLOCK_REALTIME (adjtimex(2): the
 # recorder's clock.source = realtime) and CLOCK_BOOTTIME. Busybox's date has
-# no %N. The harness takes the last one it read before it killed the board
-# as a lower bound of the moment of the cut.
+# no %N. The harness puts the guest's clock at the moment it killed the
+# board from these: arrival time minus guest time, at its smallest, is the
+# offset between the two clocks (tests/qemu/run.py, CutTiming).
 heartbeat() {
     while :; do
         # shellcheck disable=SC2046 # split into the fields on purpose
@@ -35,6 +37,30 @@ heartbeat() {
         echo "@@ hb $2 $4 $up"
         sleep 0.05
     done
+}
+
+# Every fsync(2)/fdatasync(2) on /data as the kernel sees it (ext4's
+# sync_file tracepoints, io_uring's included): "@@ fsync enter TAI INO
+# datasync N" and "@@ fsync exit TAI INO ret N", stamped by the trace clock
+# `tai`, which is CLOCK_REALTIME here (nothing sets the TAI offset on this
+# board; "@@ fsync-clock" shows a marker written with the realtime just
+# read). The stamps are taken in the kernel, so the console's delay does
+# not move them. "@@ fsync-trace unavailable" when tracefs is missing.
+fsync_trace() {
+    t=/sys/kernel/tracing
+    if ! { mount -t tracefs tracefs "$t" 2>/dev/null || [ -e "$t/trace_marker" ]; } \
+        || ! echo tai >"$t/trace_clock" 2>/dev/null; then
+        say "fsync-trace unavailable"
+        return
+    fi
+    echo 1 >"$t/events/ext4/ext4_sync_file_enter/enable"
+    echo 1 >"$t/events/ext4/ext4_sync_file_exit/enable"
+    sed -nE -e 's/.* ([0-9]+\.[0-9]+): ext4_sync_file_(enter|exit): dev [0-9,]+ ino ([0-9]+).* (datasync|ret) (-?[0-9]+) *$/@@ fsync \2 \1 \3 \4 \5/p' \
+        -e 's/.* ([0-9]+\.[0-9]+): tracing_mark_write: realtime ([0-9]+) ([0-9]+).*/@@ fsync-clock \1 \2 \3/p' \
+        "$t/trace_pipe" &
+    # shellcheck disable=SC2046 # split into the fields on purpose
+    set -- $(adjtimex | grep -E '^ *time\.tv_(sec|usec):')
+    echo "realtime $2 $4" >"$t/trace_marker"
 }
 
 # Every ~200 ms: "@@ df UPTIME BAVAIL BSIZE" of /data (statvfs f_bavail,

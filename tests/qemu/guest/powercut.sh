@@ -4,6 +4,7 @@
 # cut; the status every second gives the drops counted so far.
 # shellcheck source=tests/qemu/guest/common.sh
 . /scenarios/common.sh
+fsync_trace
 heartbeat &
 # shellcheck disable=SC2119 # no arguments: record until the end
 start_edgerec

@@ -8,10 +8,10 @@ HOMEPAGE = "https://example.invalid/edgerec"
 BUGTRACKER = "https://example.invalid/edgerec/issues"
 SECTION = "console/utils"
 LICENSE = "Apache-2.0"
-# The repository has no license file of its own: Cargo.toml's
-# workspace.package.license says Apache-2.0 (scripts/yocto-check compares
-# it with LICENSE), so the text checked is oe-core's copy.
-LIC_FILES_CHKSUM = "file://${COMMON_LICENSE_DIR}/Apache-2.0;md5=89aea4e17d99a7cacdbeed46a0096b10"
+# The repository's own LICENSE (the Apache License 2.0 text as apache.org
+# publishes it); scripts/yocto-check compares LICENSE with Cargo.toml's
+# workspace.package.license and this md5 with the file.
+LIC_FILES_CHKSUM = "file://LICENSE;md5=3b83ef96387f14655fc854ddc3c6bd57"
 # Not a product any CVE names; keeps cve-check from matching other
 # projects called "edgerec".
 CVE_PRODUCT = "edgerec"
