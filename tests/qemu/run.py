@@ -614,7 +614,7 @@ class PowerCut(Scenario):
         # absorbs that, and a power cut loses it).
         pending = {}
         for s in st[-2:]:
-            for c in s["sources"]:
+            for c in s["channels"]:
                 pending[c["topic"]] = max(pending.get(c["topic"], 0), c["accepted"] - c["written"] - c["lost"])
         m = {"cut_guest_s": round(cut.cut_s, 3), "cut_after_recording_s": round(t_kill - t_rec, 2),
              "kill_s": round(t_kill - b.t0, 3),  # on the console log's time scale
