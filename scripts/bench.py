@@ -137,6 +137,10 @@ def split_cost(run):
         i = int((t - 0.1) / w)
         near = bins[max(0, int((t - 1.0) / w)):int((t + 1.0) / w)]
         base = statistics.median(near)
+        if base <= 0:
+            # Nothing written for most of the two seconds around it: the
+            # whole window counts as lost, and says so.
+            return 2000.0
         win = bins[i:i + int(round(0.3 / w))]
         return sum(base - b for b in win) / base * w * 1000.0
 
@@ -228,6 +232,9 @@ def main():
             res["base_small"].append(edgerec(d, secs, SMALL.format(rate=1_000_000), big_queue, binary=b))
             res["base_small_max"].append(edgerec(d, secs, SMALL.format(rate='"max"'), big_queue, binary=b))
 
+    if a.json:
+        # The raw rounds first: a summary that fails must not lose them.
+        Path(a.json).write_text(json.dumps({"rounds_raw": res}, indent=2))
     fio_mb = med(res["fio"], "mb_s")
     e = res["edgerec"]
     e_mb = med(e, "mb_s")

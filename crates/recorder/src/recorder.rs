@@ -235,14 +235,21 @@ impl Recorder {
         let (closed_tx, closed_rx) = mpsc::channel::<(PathBuf, u64)>();
         let session = Arc::new(Mutex::new(session));
 
-        let mut compressors = Vec::new();
-        for i in 0..threads {
-            let name = format!("compressor {i}");
-            let mut comp =
+        // Everything that can fail without a thread comes first; once the
+        // first stage runs, a failure to start another stops those started
+        // (the guard aborts them) instead of leaving them beating forever.
+        let comps = (0..threads)
+            .map(|i| {
                 ChunkCompressor::new(opts.compression).map_err(|e| RecorderError::Compressor {
-                    name: name.clone(),
+                    name: format!("compressor {i}"),
                     source: e,
-                })?;
+                })
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let guard = AbortOnDrop(Some((stages.clone(), intake.clone())));
+        let mut compressors = Vec::new();
+        for (i, mut comp) in comps.into_iter().enumerate() {
+            let name = format!("compressor {i}");
             let (jobs, tx, intake, st, w) = (
                 jobs.clone(),
                 sealed_tx.clone(),
@@ -356,6 +363,7 @@ impl Recorder {
             name: "edgerec-sources".into(),
             source: e,
         })?;
+        guard.disarm();
         let status = StatusHandle {
             intake,
             counters,
@@ -479,6 +487,24 @@ impl Recorder {
             split_at_seconds: seq.split_at_seconds,
             storage_errors,
         })
+    }
+}
+
+/// Stops the stages already started when `start` fails half-way.
+struct AbortOnDrop(Option<(Arc<Stages>, Arc<Intake>)>);
+
+impl AbortOnDrop {
+    fn disarm(mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        if let Some((stages, intake)) = self.0.take() {
+            stages.abort();
+            intake.close();
+        }
     }
 }
 

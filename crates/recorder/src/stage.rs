@@ -53,6 +53,12 @@ impl Stages {
             .clone()
     }
 
+    /// Stops every stage at its next turn, with no stage to blame (the
+    /// recorder failed to start half-way).
+    pub(crate) fn abort(&self) {
+        self.abort.store(true, Ordering::Release);
+    }
+
     fn died(&self, stage: &str, message: String) {
         tracing::error!("stage {stage} died: {message}; the recording stops in fault");
         let mut d = self.death.lock().unwrap_or_else(PoisonError::into_inner);
