@@ -82,8 +82,10 @@ pub struct Channel {
     /// Bytes this channel holds in its guaranteed share of the budget
     /// (see [`crate::budget`]).
     pub(crate) floor_bytes: AtomicU64,
-    /// Small payload buffers on their way back to this channel's source.
-    pub(crate) returns: ReturnPool,
+    /// Small payload buffers on their way back to this channel's source;
+    /// made when the first one comes back (a channel of large messages
+    /// never has one).
+    pub(crate) returns: std::sync::OnceLock<Box<ReturnPool>>,
 }
 
 impl std::fmt::Debug for Channel {

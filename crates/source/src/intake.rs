@@ -11,7 +11,7 @@ use crate::channel::Channel;
 use crate::clock::RecordingClock;
 use crate::doorbell::Doorbell;
 use crate::queue::{Charge, Queued};
-use crate::returns::RETURN_MAX_CAPACITY;
+use crate::returns::{return_pool, RETURN_MAX_CAPACITY};
 use crate::sink::SourceSink;
 use crate::table::ChannelTable;
 
@@ -128,7 +128,10 @@ impl Intake {
     #[inline]
     pub fn recycle(&self, channel: &Channel, buf: Vec<u8>) {
         if buf.capacity() <= RETURN_MAX_CAPACITY {
-            let _ = channel.returns.enqueue(buf);
+            let _ = channel
+                .returns
+                .get_or_init(|| Box::new(return_pool()))
+                .enqueue(buf);
         }
     }
 }

@@ -134,7 +134,7 @@ impl SourceSink {
                 .intake
                 .table
                 .get(channel)
-                .and_then(|c| c.returns.dequeue())
+                .and_then(|c| c.returns.get()?.dequeue())
             {
                 b.clear();
                 if b.capacity() < capacity {

@@ -15,7 +15,6 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use crate::channel::{Channel, ChannelCounters, ChannelId, ChannelSpec};
 use crate::error::RegisterError;
 use crate::queue::ChannelQueue;
-use crate::returns::return_pool;
 
 const BLOCK: usize = 256;
 /// Ids 1..=65534: MCAP channel ids are u16, and 65535 stays unused so an
@@ -85,7 +84,7 @@ impl ChannelTable {
             counters: ChannelCounters::default(),
             queue: ChannelQueue::new(self.queue_capacity),
             floor_bytes: AtomicU64::new(0),
-            returns: return_pool(),
+            returns: std::sync::OnceLock::new(),
         });
         // Set once: ids only grow, under the lock.
         let _ = block[n % BLOCK].set(channel);
