@@ -94,7 +94,6 @@ impl std::fmt::Debug for Channel {
             .field("id", &self.id)
             .field("topic", &self.spec.topic)
             .field("type_name", &self.spec.type_name)
-            .field("queued", &self.queue.len())
             .finish_non_exhaustive()
     }
 }

@@ -105,11 +105,6 @@ impl Intake {
         channel.queue.pop_into(out, max)
     }
 
-    /// Messages waiting in every queue.
-    pub fn queued(&self) -> usize {
-        self.table.all().iter().map(|c| c.queue.len()).sum()
-    }
-
     /// Gives back what a message was charged, once its payload is copied.
     /// A charge on the shared area may be summed and given back in one
     /// call to [`MemoryBudget::release`] instead.
