@@ -24,9 +24,10 @@ Measured, in interleaved rounds (median of the rounds is reported):
 
   baseline with --baseline REV (scripts/bench builds that commit's edgerec
            in a git worktree under target/bench-baseline): the 1 MiB run and
-           both 256 B runs again with the baseline's binary, interleaved in
-           the same rounds, so a change is judged against the same disk
-           state and load (ratios new/baseline, medians of each).
+           both 256 B runs again with the baseline's binary, each right
+           beside this build's, the order alternating by round, so a change
+           is judged against the same disk state and load (ratios
+           new/baseline per round, medians of each).
 
 usage: scripts/bench.py [--short] [--dir DIR] [--json FILE] [--rounds N] [--baseline-bin PATH]
 Needs the release binaries (scripts/bench builds them) and fio.
@@ -214,23 +215,31 @@ def main():
         print(f"round {i + 1}/{rounds} ...", file=sys.stderr)
         res["fio"].append({"mb_s": fio(d, secs, fio_size)})
         res["fio_nofalloc"].append({"mb_s": fio(d, secs, fio_size, "none")})
-        res["edgerec"].append(edgerec(d, secs, IMAGE))
+        b = Path(a.baseline_bin) if a.baseline_bin else None
+
+        def pair(key, base_key, *args):
+            """This build's run and the baseline's back to back, the order
+            alternating by round: a run right after fio's deleted 16 GiB
+            (discards still landing) is slower, so neither side may always
+            take that place."""
+            order = [(key, EDGEREC), (base_key, b)] if b else [(key, EDGEREC)]
+            if b and i % 2 == 1:
+                order.reverse()
+            for k, binary in order:
+                res[k].append(edgerec(d, secs, *args, binary=binary))
+
+        pair("edgerec", "base", IMAGE)
         res["naive"].append(naive(d, secs, "image", MIB))
         # A 1 MHz source needs a queue that covers a scheduling stall of the
         # chunker at its rate: 262144 slots = 262 ms (the default 16384 is
         # 16 ms, and 2 loaded cores showed stalls of 30-80 ms).
         big_queue = "[pipeline]\nqueue_capacity = 262144"
-        res["small"].append(edgerec(d, secs, SMALL.format(rate=1_000_000), big_queue))
-        res["small_max"].append(edgerec(d, secs, SMALL.format(rate='"max"'), big_queue))
+        pair("small", "base_small", SMALL.format(rate=1_000_000), big_queue)
+        pair("small_max", "base_small_max", SMALL.format(rate='"max"'), big_queue)
         res["naive_small"].append(naive(d, secs, "string", 256))
         # The same run with segments that never split in it: the A/B pair
         # that prices a split (the run above splits every 1 GiB).
         res["nosplit"].append(edgerec(d, secs, IMAGE, '[segment]\nmax_bytes = "1TiB"'))
-        if a.baseline_bin:
-            b = Path(a.baseline_bin)
-            res["base"].append(edgerec(d, secs, IMAGE, binary=b))
-            res["base_small"].append(edgerec(d, secs, SMALL.format(rate=1_000_000), big_queue, binary=b))
-            res["base_small_max"].append(edgerec(d, secs, SMALL.format(rate='"max"'), big_queue, binary=b))
 
     if a.json:
         # The raw rounds first: a summary that fails must not lose them.
