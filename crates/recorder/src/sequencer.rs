@@ -197,6 +197,12 @@ impl Sequencer {
                 self.tick();
             }
         }
+        // The compressors also end when a stage died: then the open segment
+        // is left for recovery like after any death, not closed here.
+        if self.stages.aborted() {
+            self.abandon_for_abort();
+            return self.state.out;
+        }
         // The last segment goes through the closer too, after the earlier
         // ones, so closes (and recoveries) stay in order.
         if let Some(mut seg) = self.segment.take() {
