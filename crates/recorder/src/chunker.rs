@@ -1,6 +1,6 @@
 //! The chunker: drains every channel's queue round-robin (at most
-//! [`BATCH`] messages per channel per pass, so a flooding channel cannot
-//! starve the others), assigns per-channel sequence numbers, copies each
+//! [`BATCH`] messages or one chunk's worth of bytes per channel per pass,
+//! so a flooding channel cannot starve the others), assigns per-channel sequence numbers, copies each
 //! payload once into the open chunk and hands full or aged chunks to the
 //! compressors, numbered. It sees channels registered at any time: each
 //! pass covers every id in the table.
@@ -74,6 +74,9 @@ struct ChannelState {
     /// Whether the channel's latched flag has been read.
     seen: Vec<bool>,
     latched: Vec<bool>,
+    /// Its last message was large (an eighth of a chunk or more): it is
+    /// taken one message at a time.
+    large: Vec<bool>,
 }
 
 impl Chunker {
@@ -118,56 +121,73 @@ impl Chunker {
                 let Some(ch) = table.get(ChannelId(n as u16)) else {
                     continue;
                 };
-                if intake.pop_into(ch, &mut batch, BATCH) == 0 {
-                    continue;
-                }
                 let id = n;
                 if id >= st.seq.len() {
                     st.seq.resize(id + 1, 0);
                     st.seen.resize(id + 1, false);
                     st.latched.resize(id + 1, false);
+                    st.large.resize(id + 1, false);
                 }
-                if !st.seen[id] {
-                    st.seen[id] = true;
-                    st.latched[id] = ch.spec.latched;
-                }
-                for q in batch.drain(..) {
-                    got += 1;
-                    let env = q.env;
-                    let seq = st.seq[id];
-                    st.seq[id] = seq.wrapping_add(1);
-                    if out.b.is_empty() {
-                        out.opened = Some(Instant::now());
+                // At most BATCH messages or one chunk's worth of bytes from
+                // a channel per pass, whichever comes first: a channel of
+                // large messages (taken one at a time) cannot hold the pass
+                // for BATCH chunk writes while a quiet channel waits.
+                let mut taken = 0usize;
+                let mut bytes = 0usize;
+                loop {
+                    let want = if st.large[id] { 1 } else { BATCH - taken };
+                    let popped = intake.pop_into(ch, &mut batch, want);
+                    if popped == 0 {
+                        break;
                     }
-                    out.b
-                        .push(id as u16, seq, env.log_time, env.publish_time, &env.payload);
-                    if st.latched[id] {
-                        out.latched_now.insert(
-                            id as u16,
-                            LatchedMessage {
-                                channel: id as u16,
-                                sequence: seq,
-                                log_time: env.log_time,
-                                publish_time: env.publish_time,
-                                payload: Arc::from(env.payload.as_slice()),
-                            },
-                        );
+                    taken += popped;
+                    if !st.seen[id] {
+                        st.seen[id] = true;
+                        st.latched[id] = ch.spec.latched;
                     }
-                    // The payload is copied (into pool memory); a small
-                    // buffer goes back to its channel for reuse.
-                    if q.charge.reserved {
-                        intake.release(ch, q.charge);
-                    } else {
-                        to_release += q.charge.bytes;
+                    for q in batch.drain(..) {
+                        got += 1;
+                        let env = q.env;
+                        bytes += env.payload.len();
+                        st.large[id] = env.payload.len() >= limits.chunk_size / 8;
+                        let seq = st.seq[id];
+                        st.seq[id] = seq.wrapping_add(1);
+                        if out.b.is_empty() {
+                            out.opened = Some(Instant::now());
+                        }
+                        out.b
+                            .push(id as u16, seq, env.log_time, env.publish_time, &env.payload);
+                        if st.latched[id] {
+                            out.latched_now.insert(
+                                id as u16,
+                                LatchedMessage {
+                                    channel: id as u16,
+                                    sequence: seq,
+                                    log_time: env.log_time,
+                                    publish_time: env.publish_time,
+                                    payload: Arc::from(env.payload.as_slice()),
+                                },
+                            );
+                        }
+                        // The payload is copied (into pool memory); a small
+                        // buffer goes back to its channel for reuse.
+                        if q.charge.reserved {
+                            intake.release(ch, q.charge);
+                        } else {
+                            to_release += q.charge.bytes;
+                        }
+                        intake.recycle(ch, env.payload);
+                        if to_release >= RELEASE_BATCH {
+                            intake.budget().release(std::mem::take(&mut to_release));
+                        }
+                        if out.b.len() >= limits.chunk_size
+                            && !out.send(&jobs, &recycle, &counters, &stages, &limits, beat)
+                        {
+                            return;
+                        }
                     }
-                    intake.recycle(ch, env.payload);
-                    if to_release >= RELEASE_BATCH {
-                        intake.budget().release(std::mem::take(&mut to_release));
-                    }
-                    if out.b.len() >= limits.chunk_size
-                        && !out.send(&jobs, &recycle, &counters, &stages, &limits, beat)
-                    {
-                        return;
+                    if taken >= BATCH || bytes >= limits.chunk_size {
+                        break;
                     }
                 }
             }

@@ -15,7 +15,7 @@ use edgerec_source::{ChannelId, Intake};
 
 use crate::counters::PipelineCounters;
 use crate::segment::{ClosedSegment, Segment, Session};
-use crate::stage::{fault_point, StageBeat, Stages};
+use crate::stage::{beating_while, fault_point, StageBeat, Stages};
 use crate::Watch;
 
 /// Work for the closer.
@@ -48,6 +48,9 @@ pub(crate) struct Closer {
     pub(crate) notify: Sender<(PathBuf, u64)>,
     pub(crate) stages: Arc<Stages>,
     pub(crate) watch: Watch,
+    /// How long one close or recovery may take while the closer still
+    /// counts as alive (see [`beating_while`]).
+    pub(crate) allowance: Duration,
 }
 
 impl Closer {
@@ -83,16 +86,16 @@ impl Closer {
             };
             done += 1;
             match job {
-                CloseJob::Finish(seg) => self.finish(*seg, &mut jobs, &mut out),
+                CloseJob::Finish(seg) => self.finish(*seg, &mut jobs, &mut out, beat),
                 CloseJob::Recover(path) => {
-                    if let Some(again) = self.recover(path, None, &mut out) {
+                    if let Some(again) = self.recover(path, None, &mut out, beat) {
                         if !last_round {
                             retry.push(again);
                         }
                     }
                 }
                 CloseJob::RecoverCounted(path, w, r) => {
-                    if let Some(again) = self.recover(path, Some((w, r)), &mut out) {
+                    if let Some(again) = self.recover(path, Some((w, r)), &mut out, beat) {
                         if !last_round {
                             retry.push(again);
                         }
@@ -103,10 +106,17 @@ impl Closer {
         out
     }
 
-    fn finish(&self, seg: Segment, jobs: &mut VecDeque<CloseJob>, out: &mut CloserOutput) {
+    fn finish(
+        &self,
+        seg: Segment,
+        jobs: &mut VecDeque<CloseJob>,
+        out: &mut CloserOutput,
+        beat: &StageBeat,
+    ) {
         let path = seg.active_path().to_path_buf();
         let (written, repeats) = seg.message_counts();
-        let r = seg.finish().and_then(|f| lock(&self.session).add_closed(f));
+        let r = beating_while(beat, "edgerec-close", self.allowance, || seg.finish())
+            .and_then(|f| lock(&self.session).add_closed(f));
         match r {
             Ok(c) => {
                 tracing::info!("closed {} ({} messages)", c.path.display(), c.messages);
@@ -131,11 +141,15 @@ impl Closer {
         path: PathBuf,
         counts: Option<(BTreeMap<u16, u64>, BTreeMap<u16, u64>)>,
         out: &mut CloserOutput,
+        beat: &StageBeat,
     ) -> Option<CloseJob> {
         if !path.exists() {
             return None;
         }
-        match recover::recover_file(&path) {
+        let recovered = beating_while(beat, "edgerec-close", self.allowance, || {
+            recover::recover_file(&path)
+        });
+        match recovered {
             // Not even a whole header reached the disk (the failure hit
             // the first write): the file holds no data at all.
             Ok(r) if r.outcome == Outcome::NothingRecoverable && r.original_bytes < 1 << 20 => {

@@ -267,7 +267,15 @@ impl Recorder {
         }
         drop(sealed_tx);
 
+        // A stage deadline of 0 (the health side not watching) still needs
+        // one for stopping: the configuration's default.
+        let deadline = if opts.watch.deadline.is_zero() {
+            Duration::from_secs(5)
+        } else {
+            opts.watch.deadline.max(Duration::from_millis(500))
+        };
         let closer = Closer {
+            allowance: deadline * 10,
             rx: close_rx,
             session: session.clone(),
             intake: intake.clone(),
@@ -381,7 +389,7 @@ impl Recorder {
             sequencer: Some(sequencer),
             closer: Some(closer),
             status,
-            deadline: opts.watch.deadline.max(Duration::from_millis(500)),
+            deadline,
         })
     }
 

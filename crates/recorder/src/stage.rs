@@ -178,6 +178,48 @@ pub(crate) fn spawn_stage<T: Send + 'static>(
     })
 }
 
+/// Runs `work` on a helper thread (named like the stage's, so the kernel
+/// schedules and shows it as the stage) while the stage keeps beating, for
+/// at most `allowance`: a long job that is progressing (recovering a
+/// 1 GiB segment, the final fdatasync of a slow disk) is not a stall, but
+/// one stuck in the kernel stops the beats after `allowance` and shows as
+/// one.
+pub(crate) fn beating_while<T: Send>(
+    beat: &StageBeat,
+    thread: &str,
+    allowance: Duration,
+    work: impl FnOnce() -> T + Send,
+) -> T {
+    // The job waits in a cell so that a failed spawn does not lose it.
+    let job = Mutex::new(Some(work));
+    let take = || job.lock().unwrap_or_else(PoisonError::into_inner).take();
+    std::thread::scope(|s| {
+        let spawned = std::thread::Builder::new()
+            .name(thread.to_owned())
+            .spawn_scoped(s, || take().map(|w| w()));
+        let h = match spawned {
+            Ok(h) => h,
+            Err(e) => {
+                tracing::warn!("cannot start a helper thread ({e}); the job runs unwatched");
+                return None;
+            }
+        };
+        let t0 = Instant::now();
+        while !h.is_finished() {
+            if t0.elapsed() < allowance {
+                beat.beat();
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        match h.join() {
+            Ok(v) => v,
+            Err(p) => std::panic::resume_unwind(p),
+        }
+    })
+    .or_else(|| take().map(|w| w()))
+    .expect("the job runs on the helper thread or, when none starts, here")
+}
+
 /// A bounded-by-its-producer queue of work for several consumers that
 /// must beat while they wait (std's mpsc receiver cannot be shared without
 /// a lock that a waiting consumer would hold).

@@ -510,7 +510,13 @@ fn a_call_is_cheap_statvfs_is_sampled_and_the_scan_cached() {
         "{} samples in {el:?}",
         st.fs_samples
     );
-    assert!(per_call < Duration::from_micros(5), "{per_call:?} per call");
+    // Under user-mode QEMU every instruction is emulated (a debug build's
+    // 5.3 us was seen): the cost bar is for real cores.
+    let bar = match edgerec_testkit::qemu_user() {
+        Some(_) => Duration::from_micros(50),
+        None => Duration::from_micros(5),
+    };
+    assert!(per_call < bar, "{per_call:?} per call");
     assert_eq!(st.recorded_bytes, disk_total(&l.root) + u64::from(n) * 256);
 }
 
