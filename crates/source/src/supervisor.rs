@@ -467,9 +467,13 @@ fn supervise(
     report
 }
 
-/// Linux keeps 15 bytes of a thread's name.
+/// Linux keeps 15 bytes of a thread's name; no spaces, so tools that
+/// split `/proc/*/task/*/stat` on whitespace still find its fields.
 fn thread_name(source: &str) -> String {
-    let mut n = format!("src {source}");
+    let mut n: String = format!("src-{source}")
+        .chars()
+        .map(|c| if c.is_whitespace() { '_' } else { c })
+        .collect();
     while n.len() > 15 {
         n.pop();
     }

@@ -81,14 +81,21 @@ status() {
 
 # "@@ sched COMM POLICY RTPRIO" for every thread of the process $1
 # (/proc/PID/task/TID/stat fields 2, 41 and 40; policy 1 is SCHED_FIFO).
+# The comm lies between the first "(" and the last ")" and may hold
+# spaces or parentheses itself, so it is cut out before the split; a
+# space in it is reported as "_" so the line keeps three fields.
 sched() {
     for t in /proc/"$1"/task/*; do
-        # shellcheck disable=SC2046 # split into the fields on purpose
-        set -- $(cat "$t/stat" 2>/dev/null)
-        [ $# -ge 41 ] || continue
-        comm=$2
-        shift 39
-        say "sched $comm $2 $1"
+        line=$(cat "$t/stat" 2>/dev/null) || continue
+        comm=${line#*(}
+        comm=${comm%)*}
+        rest=${line##*) }
+        # shellcheck disable=SC2086 # split into the fields on purpose
+        set -- $rest
+        # $1 is field 3; fields 40 and 41 are $38 and $39.
+        [ $# -ge 39 ] || continue
+        shift 37
+        say "sched ($(echo "$comm" | tr ' ' _)) $2 $1"
     done
 }
 
