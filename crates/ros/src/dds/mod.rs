@@ -1,0 +1,207 @@
+//! The `dds` backend: Cyclone DDS through cyclors, raw CDR, no ROS
+//! install.
+//!
+//! One participant per run. Every discovery interval the run thread takes
+//! what changed in `DCPSPublication`, lets the [`Graph`] decide, and makes
+//! or remakes readers; each reader's data-available listener (on a
+//! Cyclone receive thread) takes the serialized samples and pushes them
+//! into the sink without blocking. A failure inside a listener ends the
+//! run with an error, so the supervisor restarts the source with a fresh
+//! participant while every other source keeps recording.
+
+mod ffi;
+mod reader;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use edgerec_source::{Source, SourceError, SourceSink, Stop};
+
+use crate::channels::{channel_spec, type_hash_from_user_data, Definitions};
+use crate::graph::{Action, Gid, Graph, Publication, TopicKey};
+use crate::names;
+use crate::options::RosOptions;
+use crate::selection::TopicSelection;
+use crate::RosError;
+
+pub use ffi::Participant;
+pub use reader::TopicStats;
+
+/// The Cyclone DDS configuration edgerec uses when `CYCLONEDDS_URI` is not
+/// set: a large socket receive buffer, so multi-MB samples are not dropped
+/// by the kernel (rmw_cyclonedds issue 137); `max` asks without failing
+/// where `net.core.rmem_max` is lower (the board raises it).
+pub const DEFAULT_CONFIG: &str = "<CycloneDDS><Domain Id=\"any\"><Internal>\
+<SocketReceiveBufferSize min=\"default\" max=\"64MB\"/>\
+</Internal></Domain></CycloneDDS>";
+
+/// The ROS 2 source on Cyclone DDS.
+pub struct DdsSource {
+    opts: RosOptions,
+    selection: TopicSelection,
+    defs: Arc<dyn Definitions>,
+    stats: Arc<reader::StatsTable>,
+}
+
+impl DdsSource {
+    /// Checks the options (a mistake is a configuration error, not a
+    /// restart) and makes the source.
+    pub fn new(opts: RosOptions, defs: Arc<dyn Definitions>) -> Result<Self, RosError> {
+        if opts.domain_id > 232 {
+            return Err(RosError::Selection {
+                what: "domain_id".into(),
+                reason: format!(
+                    "{} is not a ROS domain: use 0 to 232 (ROS_DOMAIN_ID)",
+                    opts.domain_id
+                ),
+            });
+        }
+        let selection = TopicSelection::new(&opts.selection, &opts.namespace, &opts.node_name)?;
+        Ok(DdsSource {
+            opts,
+            selection,
+            defs,
+            stats: Arc::new(reader::StatsTable::default()),
+        })
+    }
+
+    /// Per-topic counts (received, lost upstream), for the status.
+    pub fn stats(&self) -> Arc<reader::StatsTable> {
+        self.stats.clone()
+    }
+}
+
+impl Source for DdsSource {
+    fn name(&self) -> String {
+        "ros".into()
+    }
+
+    fn run(&mut self, sink: &SourceSink, stop: &Stop) -> Result<(), SourceError> {
+        let device = |e: RosError| SourceError::Device {
+            device: format!("ros (dds, domain {})", self.opts.domain_id),
+            reason: e.to_string(),
+        };
+        let config = std::env::var_os("CYCLONEDDS_URI")
+            .is_none()
+            .then_some(DEFAULT_CONFIG);
+        let dp = Participant::new(self.opts.domain_id, config).map_err(device)?;
+        let disco = dp.publication_reader().map_err(device)?;
+        let own = dp.gid();
+        let mut graph = Graph::new(self.selection.clone(), self.opts.qos_overrides.clone());
+        let mut handles: HashMap<u64, Gid> = HashMap::new();
+        let mut readers: HashMap<TopicKey, reader::TopicReader> = HashMap::new();
+        loop {
+            sink.alive();
+            let mut actions = Vec::new();
+            for ev in disco.take().map_err(device)? {
+                match ev {
+                    ffi::PublicationEvent::Alive {
+                        handle,
+                        gid,
+                        participant,
+                        topic,
+                        type_name,
+                        qos,
+                        user_data,
+                    } => {
+                        if participant == own {
+                            continue;
+                        }
+                        let (Some(topic), Some(type_name)) =
+                            (names::ros_topic(&topic), names::ros_type(&type_name))
+                        else {
+                            continue;
+                        };
+                        handles.insert(handle, gid);
+                        actions.extend(graph.add(Publication {
+                            gid,
+                            participant,
+                            topic,
+                            type_name,
+                            qos,
+                            type_hash: type_hash_from_user_data(&user_data),
+                        }));
+                    }
+                    ffi::PublicationEvent::Gone { handle } => {
+                        if let Some(gid) = handles.remove(&handle) {
+                            if let Some(p) = graph.remove(&gid) {
+                                tracing::info!(topic = %p.topic, "a publisher left; its channel stays open for its return");
+                            }
+                        }
+                    }
+                }
+            }
+            for a in actions {
+                match a {
+                    Action::Warn(w) => {
+                        tracing::warn!("{w}");
+                        self.stats.warn(w);
+                    }
+                    Action::Subscribe {
+                        key,
+                        request,
+                        offers,
+                        type_hash,
+                    } => {
+                        let (spec, warning) = channel_spec(
+                            &key,
+                            &request,
+                            &offers,
+                            type_hash.as_deref(),
+                            self.opts.qos_style,
+                            &*self.defs,
+                        );
+                        if let Some(w) = warning {
+                            tracing::warn!("{w}");
+                            self.stats.warn(w);
+                        }
+                        let channel = sink.register(spec)?;
+                        let r = reader::TopicReader::new(
+                            &dp,
+                            &key,
+                            &request,
+                            sink,
+                            channel,
+                            &self.stats,
+                        )
+                        .map_err(device)?;
+                        tracing::info!(topic = %key.topic, type_name = %key.type_name, ?request, "recording");
+                        readers.insert(key, r);
+                    }
+                    Action::Resubscribe { key, request } => {
+                        if let Some(old) = readers.remove(&key) {
+                            let r = old.remake(&dp, &request).map_err(device)?;
+                            tracing::info!(topic = %key.topic, ?request, "QoS changed with the publishers: reader made again");
+                            readers.insert(key, r);
+                        }
+                    }
+                }
+            }
+            for r in readers.values() {
+                r.poll_loss();
+                if let Some(why) = r.failure() {
+                    return Err(SourceError::Device {
+                        device: format!("ros reader {}", r.topic()),
+                        reason: why,
+                    });
+                }
+            }
+            self.stats.set_missing(
+                graph
+                    .missing_listed()
+                    .iter()
+                    .map(|s| s.to_string())
+                    .collect(),
+            );
+            if stop.wait_timeout(self.opts.discovery_interval) {
+                break;
+            }
+        }
+        // Readers go before the participant: each deletion waits for its
+        // listener to return, then frees what the listener used.
+        drop(readers);
+        drop(disco);
+        drop(dp);
+        Ok(())
+    }
+}

@@ -1,0 +1,55 @@
+//! The ROS 2 source: records live topics from the ROS 2 graph.
+//!
+//! Everything that decides lives here and is shared by both backends:
+//! which topics ([`selection`]), what QoS to ask for ([`qos`],
+//! [`overrides`]), how ROS names map onto DDS ([`names`]), how a topic
+//! becomes a channel with its schema and offered QoS ([`channels`]), and
+//! how publishers come and go ([`graph`]). The `dds` backend (default
+//! feature) talks to the graph through Cyclone DDS with no ROS install:
+//! it records raw CDR without type support, the way zenoh-plugin-ros2dds
+//! does.
+#![deny(missing_docs)]
+
+pub mod channels;
+#[cfg(feature = "dds")]
+pub mod dds;
+pub mod graph;
+pub mod names;
+pub mod options;
+pub mod overrides;
+pub mod qos;
+pub mod selection;
+
+pub use options::RosOptions;
+pub use selection::{SelectionOptions, TopicSelection};
+
+/// What went wrong in the ROS source; each says where and how to fix it.
+#[derive(Debug, thiserror::Error)]
+pub enum RosError {
+    /// A selection option is wrong.
+    #[error("ros.{what}: {reason}")]
+    Selection {
+        /// The option.
+        what: String,
+        /// What is wrong and how to fix it.
+        reason: String,
+    },
+    /// The QoS override file is wrong.
+    #[error("{path}:{line}: {reason}")]
+    Overrides {
+        /// The file.
+        path: String,
+        /// The line (0 when the file could not be read).
+        line: usize,
+        /// What is wrong.
+        reason: String,
+    },
+    /// The middleware refused a call.
+    #[error("{call}: {reason}")]
+    Middleware {
+        /// The call (`dds_create_participant on domain 7`).
+        call: String,
+        /// What it returned, and the likely fix.
+        reason: String,
+    },
+}

@@ -1,0 +1,102 @@
+//! A network namespace per test: DDS discovers by multicast, so every
+//! participant of a test runs inside a namespace the test creates, with
+//! only `lo` (up, multicast on). No packet reaches a real interface.
+
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// A named namespace (`ip netns add`), deleted on drop.
+pub struct Netns {
+    pub name: String,
+}
+
+/// Why DDS tests cannot run here, if they cannot.
+pub fn skip_reason() -> Option<String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("DDS tests need root to create network namespaces".into());
+    }
+    if Command::new("ip")
+        .arg("-V")
+        .stdout(Stdio::null())
+        .status()
+        .is_err()
+    {
+        return Some("`ip` (iproute2) is not installed".into());
+    }
+    let py = python();
+    let ok = Command::new(&py)
+        .args(["-c", "import cyclonedds.domain"])
+        .stderr(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    if !ok {
+        return Some(format!(
+            "{} cannot import cyclonedds (run scripts/test, which installs it)",
+            py.display()
+        ));
+    }
+    None
+}
+
+/// The Python with the test peers' packages.
+pub fn python() -> PathBuf {
+    if let Some(p) = std::env::var_os("EDGEREC_PYTHON") {
+        return p.into();
+    }
+    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let venv = repo.join(".venv/bin/python");
+    if venv.exists() {
+        venv
+    } else {
+        "python3".into()
+    }
+}
+
+impl Netns {
+    /// Creates a fresh namespace with `lo` up and multicast on.
+    pub fn new() -> Netns {
+        static N: AtomicU32 = AtomicU32::new(0);
+        let name = format!(
+            "edgerec-t{}-{}",
+            std::process::id(),
+            N.fetch_add(1, Ordering::Relaxed)
+        );
+        let run = |args: &[&str]| {
+            let st = Command::new("ip").args(args).status().expect("ip");
+            assert!(st.success(), "ip {args:?} failed");
+        };
+        run(&["netns", "add", &name]);
+        run(&["-n", &name, "link", "set", "lo", "up"]);
+        run(&["-n", &name, "link", "set", "lo", "multicast", "on"]);
+        Netns { name }
+    }
+
+    /// Moves the calling thread into the namespace; threads it starts
+    /// later (a source's, Cyclone's) are in it too.
+    pub fn enter(&self) {
+        let f = File::open(format!("/var/run/netns/{}", self.name)).expect("netns file");
+        // SAFETY: a valid namespace fd; only this thread changes namespace.
+        let rc = unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) };
+        assert_eq!(rc, 0, "setns: {}", std::io::Error::last_os_error());
+    }
+
+    /// A command run inside the namespace.
+    pub fn command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.name]).arg(program);
+        c
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = Command::new("ip")
+            .args(["netns", "del", &self.name])
+            .status();
+    }
+}
