@@ -37,6 +37,10 @@ ensure_rust() {
         done
     fi
     ensure_apt cc gcc
+    # cyclors (edgerec-ros's dds backend) builds Cyclone DDS with cmake
+    # and generates its bindings with bindgen, which needs libclang.
+    ensure_apt cmake cmake
+    ensure_deb libclang-dev
 }
 
 # The Python readers used by the tests, in $REPO/.venv, pinned.
@@ -146,7 +150,8 @@ ensure_cross() {
 ensure_aarch64_toolchain() {
     ensure_rust
     ensure_rust_target "$AARCH64_TARGET"
-    ensure_deb gcc-aarch64-linux-gnu libc6-dev-arm64-cross
+    # g++ too: cyclors' cmake build probes a C++ compiler for the target.
+    ensure_deb gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross
     # The camera issue (GStreamer) adds here the arm64 multiarch libraries:
     #   dpkg --add-architecture arm64 && apt-get update
     #   ensure_deb libgstreamer1.0-dev:arm64 libgstreamer-plugins-base1.0-dev:arm64
@@ -161,6 +166,10 @@ aarch64_cargo_env() {
     export CARGO_TARGET_AARCH64_UNKNOWN_LINUX_GNU_LINKER=aarch64-linux-gnu-gcc
     export CC_aarch64_unknown_linux_gnu=aarch64-linux-gnu-gcc
     export AR_aarch64_unknown_linux_gnu=aarch64-linux-gnu-ar
+    export CXX_aarch64_unknown_linux_gnu=aarch64-linux-gnu-g++
+    # bindgen (cyclors) parses Cyclone's headers for aarch64 against
+    # Debian's aarch64 glibc headers.
+    export BINDGEN_EXTRA_CLANG_ARGS_aarch64_unknown_linux_gnu="--sysroot=$AARCH64_SYSROOT"
 }
 
 # Static glibc executables for the aarch64 target only (build scripts and

@@ -27,6 +27,9 @@ pub fn skip_reason() -> Option<String> {
     {
         return Some("`ip` (iproute2) is not installed".into());
     }
+    if let Some(why) = multicast_unsupported() {
+        return Some(why);
+    }
     let py = python();
     let ok = Command::new(&py)
         .args(["-c", "import cyclonedds.domain"])
@@ -41,6 +44,37 @@ pub fn skip_reason() -> Option<String> {
         ));
     }
     None
+}
+
+/// Cyclone sets `IP_MULTICAST_IF` on its sockets; user-mode QEMU does not
+/// implement that option, so DDS cannot start under it.
+fn multicast_unsupported() -> Option<String> {
+    // SAFETY: a plain UDP socket, closed below; setsockopt reads a valid
+    // in_addr of the right size.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM, 0);
+        if fd < 0 {
+            return Some(format!(
+                "socket(AF_INET): {}",
+                std::io::Error::last_os_error()
+            ));
+        }
+        let addr = libc::in_addr {
+            s_addr: u32::from_ne_bytes([127, 0, 0, 1]),
+        };
+        let rc = libc::setsockopt(
+            fd,
+            libc::IPPROTO_IP,
+            libc::IP_MULTICAST_IF,
+            &addr as *const libc::in_addr as *const libc::c_void,
+            std::mem::size_of::<libc::in_addr>() as libc::socklen_t,
+        );
+        let err = std::io::Error::last_os_error();
+        libc::close(fd);
+        (rc != 0).then(|| {
+            format!("setsockopt(IP_MULTICAST_IF) fails here ({err}; user-mode QEMU does not implement it), and Cyclone DDS needs it")
+        })
+    }
 }
 
 /// The Python with the test peers' packages.
