@@ -184,3 +184,30 @@ pub(crate) fn phc_source_has_a_clock(cx: &Cx, table: &Table, config: &ClockConfi
     }
     Ok(())
 }
+
+/// No two `[[ros.qos]]` entries for one topic.
+pub(crate) fn unique_ros_qos_topic(
+    cx: &Cx,
+    entries: &[Table],
+    qos: &[crate::RosQos],
+) -> Result<()> {
+    let (Some(new), Some((entry, earlier))) = (qos.last(), entries.split_last()) else {
+        return Ok(());
+    };
+    let Some(first) = qos.iter().position(|q| q.topic == new.topic) else {
+        return Ok(());
+    };
+    let (Some(topic_field), Some(first_entry)) = (entry.field("topic"), earlier.get(first)) else {
+        return Ok(());
+    };
+    let line = cx
+        .line(first_entry.field("topic").and_then(|f| f.span()))
+        .map_or(String::new(), |line| format!(" (line {line})"));
+    Err(cx.at(
+        &topic_field,
+        format!("duplicate topic `{}`", new.topic),
+        Some(format!(
+            "ros.qos[{first}]{line} already sets its QoS; merge the two entries"
+        )),
+    ))
+}

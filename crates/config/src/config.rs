@@ -34,6 +34,8 @@ section! {
             then checks::memory_budget_holds_chunks;
         /// `[sources]`: what is recorded besides ROS 2 topics.
         sources: SourcesConfig = SourcesConfig::default(), table();
+        /// `[ros]`: which ROS 2 topics are recorded from the graph.
+        ros: RosConfig = RosConfig::default(), table();
         /// `[segment]`: when a segment file is closed and the next one opened.
         segment: SegmentConfig = SegmentConfig::default(), table();
         /// `[retention]`: how much of the disk recordings may use.
@@ -192,6 +194,74 @@ impl SyntheticChannel {
             rate,
             ..Self::seed()
         }
+    }
+}
+
+section! {
+    /// `[ros]`: live ROS 2 topics, selected the way `ros2 bag record`
+    /// selects them (`edgerec record` takes the same choices as flags).
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct RosConfig with Default {
+        /// Record ROS 2 topics. Default false (`edgerec record` turns it on).
+        enabled: bool = false, boolean();
+        /// Every topic (`-a`). Default false.
+        all: bool = false, boolean();
+        /// These topics (positional arguments of `ros2 bag record`); a
+        /// relative name is resolved in `namespace`. Default none.
+        topics: Vec<String> = Vec::new(), read(readers::string_list);
+        /// Topics whose whole name matches this regular expression (`-e`);
+        /// empty = none (default).
+        regex: String = String::new(), read(readers::regex);
+        /// Leave out topics whose whole name matches (`-x`,
+        /// `--exclude-regex`); empty = none (default).
+        exclude: String = String::new(), read(readers::regex);
+        /// Leave out topics of these types (`pkg/msg/Type`). Default none.
+        exclude_types: Vec<String> = Vec::new(), read(readers::string_list);
+        /// Record hidden topics (a name part starting with `_`) too.
+        /// Default false.
+        include_hidden: bool = false, boolean();
+        /// How often the graph is looked at for new publishers
+        /// (`-p/--polling-interval`); 10 ms to 60 s. Default 100 ms.
+        discovery_interval: Duration = ms(100), duration(ms(10)..=secs(60));
+        /// ROS domain; -1 = `ROS_DOMAIN_ID` from the environment, else 0
+        /// (default); 0 to 232 otherwise.
+        domain_id: i64 = -1, int(-1..=232);
+        /// The recorder's node name. Default `edgerec`.
+        node_name: String = "edgerec".to_owned(), read(readers::node_name);
+        /// The node's namespace. Default `/`.
+        namespace: String = "/".to_owned(), read(readers::namespace);
+        /// Directories laid out as an ament `share` directory
+        /// (`<dir>/<pkg>/msg/<Type>.msg`, e.g. `/opt/ros/humble/share`),
+        /// searched for message definitions before the embedded set.
+        /// Default none.
+        msg_paths: Vec<PathBuf> = Vec::new(), read(readers::path_list);
+        /// rosbag2's QoS override file (`--qos-profile-overrides-path`);
+        /// empty = none (default).
+        qos_overrides_path: PathBuf = PathBuf::new(), path();
+        /// `[[ros.qos]]`: per-topic QoS, applied after the override file.
+        /// Default none.
+        qos: Vec<RosQos> = Vec::new(), array_of_tables("topic", checks::unique_ros_qos_topic);
+    }
+}
+
+section! {
+    /// One `[[ros.qos]]` entry: the QoS to record a topic with, in place of
+    /// the one adapted to its publishers.
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct RosQos {
+        /// The topic, fully qualified. Required.
+        topic: String = String::new(), read(readers::topic),
+            required "add topic = \"/name\", a fully qualified ROS 2 topic name";
+        /// `reliable`, `best_effort` or `system_default` (default).
+        reliability: String = "system_default".to_owned(),
+            read(readers::qos_reliability);
+        /// `volatile`, `transient_local` or `system_default` (default).
+        durability: String = "system_default".to_owned(),
+            read(readers::qos_durability);
+        /// `keep_last` (default), `keep_all` or `system_default`.
+        history: String = "keep_last".to_owned(), read(readers::qos_history);
+        /// The reader's depth; 0 = edgerec's default (100). Default 0.
+        depth: u32 = 0, int(0..=1_000_000);
     }
 }
 

@@ -80,8 +80,8 @@ use std::path::Path;
 
 pub use config::{
     ClockConfig, Config, HealthConfig, LedsConfig, McapConfig, MetricsConfig, PipelineConfig,
-    RecordingConfig, RetentionConfig, SegmentConfig, SourcesConfig, StorageConfig,
-    SyntheticChannel,
+    RecordingConfig, RetentionConfig, RosConfig, RosQos, SegmentConfig, SourcesConfig,
+    StorageConfig, SyntheticChannel,
 };
 pub use error::ConfigError;
 pub use units::{parse_duration, parse_size, UnitError};

@@ -340,6 +340,113 @@ fn check_led_pattern(pattern: &str) -> std::result::Result<(), String> {
     }
 }
 
+/// An array of strings.
+pub(crate) fn string_list(cx: &Cx, field: &Field) -> Result<Vec<String>> {
+    let Some(items) = field.item.as_array() else {
+        return Err(cx.wrong_type(
+            field,
+            "an array of strings",
+            Some("write [\"a\", \"b\"]".to_owned()),
+        ));
+    };
+    items
+        .iter()
+        .map(|v| {
+            v.as_str().map(str::to_owned).ok_or_else(|| {
+                cx.at(
+                    field,
+                    format!("expected strings, found {}", v.type_name()),
+                    Some("put each entry in quotes".to_owned()),
+                )
+            })
+        })
+        .collect()
+}
+
+/// An array of directory paths.
+pub(crate) fn path_list(cx: &Cx, field: &Field) -> Result<Vec<std::path::PathBuf>> {
+    let list = string_list(cx, field)?;
+    if list.iter().any(String::is_empty) {
+        return Err(cx.at(
+            field,
+            "an empty path",
+            Some("remove the empty entry".to_owned()),
+        ));
+    }
+    Ok(list.into_iter().map(Into::into).collect())
+}
+
+/// A regular expression, checked by compiling it; empty = none.
+pub(crate) fn regex(cx: &Cx, field: &Field) -> Result<String> {
+    let re = cx.string(field)?;
+    if !re.is_empty() {
+        if let Err(e) = regex::Regex::new(re) {
+            let first = e.to_string().lines().last().unwrap_or_default().to_owned();
+            return Err(cx.at(
+                field,
+                format!("not a regular expression: {first}"),
+                Some("the whole topic name must match, e.g. \"/sensors/.*\"".to_owned()),
+            ));
+        }
+    }
+    Ok(re.to_owned())
+}
+
+/// A ROS node name: `[A-Za-z_][A-Za-z0-9_]*`.
+pub(crate) fn node_name(cx: &Cx, field: &Field) -> Result<String> {
+    let n = cx.string(field)?;
+    let ok = n.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !ok {
+        return Err(cx.at(
+            field,
+            format!("`{n}` is not a ROS node name"),
+            Some("use letters, digits and `_`, not starting with a digit".to_owned()),
+        ));
+    }
+    Ok(n.to_owned())
+}
+
+/// A ROS namespace: `/` or a fully qualified name.
+pub(crate) fn namespace(cx: &Cx, field: &Field) -> Result<String> {
+    let n = cx.string(field)?;
+    if n != "/" {
+        check_topic(n).map_err(|(message, hint)| cx.at(field, message, hint))?;
+    }
+    Ok(n.to_owned())
+}
+
+fn qos_choice(cx: &Cx, field: &Field, allowed: &[&str]) -> Result<String> {
+    let v = cx.string(field)?;
+    if !allowed.contains(&v) {
+        return Err(cx.at(
+            field,
+            format!("unknown value `{v}`"),
+            Some(format!("use one of: {}", allowed.join(", "))),
+        ));
+    }
+    Ok(v.to_owned())
+}
+
+/// `[[ros.qos]] reliability`.
+pub(crate) fn qos_reliability(cx: &Cx, field: &Field) -> Result<String> {
+    qos_choice(cx, field, &["reliable", "best_effort", "system_default"])
+}
+
+/// `[[ros.qos]] durability`.
+pub(crate) fn qos_durability(cx: &Cx, field: &Field) -> Result<String> {
+    qos_choice(
+        cx,
+        field,
+        &["volatile", "transient_local", "system_default"],
+    )
+}
+
+/// `[[ros.qos]] history`.
+pub(crate) fn qos_history(cx: &Cx, field: &Field) -> Result<String> {
+    qos_choice(cx, field, &["keep_last", "keep_all", "system_default"])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -24,6 +24,8 @@ use edgerec_synthetic::SyntheticSource;
 mod daemon;
 #[cfg(feature = "fault-injection")]
 mod fault_injection;
+mod record_cmd;
+mod ros;
 
 /// sysexits EX_CONFIG: the configuration is wrong; nothing was created.
 const EXIT_CONFIG: u8 = 78;
@@ -61,6 +63,9 @@ enum Cmd {
         #[arg(long)]
         quiet: bool,
     },
+    /// Record ROS 2 topics into a bag directory until SIGINT, with `ros2
+    /// bag record`'s flags and the same pipeline as `run`.
+    Record(record_cmd::RecordArgs),
     /// Describe a bag directory or an MCAP file (like `ros2 bag info`).
     Info {
         /// A bag directory or an .mcap file.
@@ -139,6 +144,15 @@ fn main() -> ExitCode {
             report_json,
             quiet,
         } => run(&config, duration.as_deref(), report_json.as_deref(), quiet),
+        Cmd::Record(args) => match record_cmd::config(&args) {
+            Ok((cfg, origin, dir)) => {
+                start_and_record(&cfg, &origin, Some(dir), None, None, args.quiet)
+            }
+            Err(e) => {
+                eprintln!("edgerec record: {e:#}");
+                ExitCode::from(EXIT_CONFIG)
+            }
+        },
         Cmd::Info { path } => match info::inspect(&path) {
             Ok(i) => {
                 print!("{i}");
@@ -365,7 +379,27 @@ fn run(config: &Path, duration: Option<&str>, report_json: Option<&Path>, quiet:
             return ExitCode::from(EXIT_CONFIG);
         }
     };
-    let daemon = match daemon::Daemon::start(&cfg) {
+    start_and_record(&cfg, config, None, limit, report_json, quiet)
+}
+
+/// Starts the daemon's parts and records until stopped; `session_dir` is
+/// `edgerec record -o`.
+fn start_and_record(
+    cfg: &Config,
+    config: &Path,
+    session_dir: Option<PathBuf>,
+    limit: Option<Duration>,
+    report_json: Option<&Path>,
+    quiet: bool,
+) -> ExitCode {
+    let ros = match ros::source(cfg) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("edgerec: {}: {e:#}", config.display());
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
+    let daemon = match daemon::Daemon::start(cfg) {
         Ok(d) => d,
         Err(daemon::StartError::Config(e)) => {
             eprintln!("edgerec: {}: {e:#}", config.display());
@@ -376,7 +410,11 @@ fn run(config: &Path, duration: Option<&str>, report_json: Option<&Path>, quiet:
             return ExitCode::from(1);
         }
     };
-    match record(&cfg, daemon, limit, report_json, quiet) {
+    let session = Session {
+        ros,
+        dir: session_dir,
+    };
+    match record(cfg, daemon, session, limit, report_json, quiet) {
         Ok(Ended::Clean) => ExitCode::SUCCESS,
         Ok(Ended::StorageFailed) => ExitCode::from(EXIT_IOERR),
         Ok(Ended::StageDied) => ExitCode::from(EXIT_SOFTWARE),
@@ -398,17 +436,28 @@ enum Ended {
     StageDied,
 }
 
+/// What a recording holds besides the configured synthetic sources.
+struct Session {
+    /// The ROS 2 source, when `[ros]` is on.
+    ros: Option<edgerec_ros::dds::DdsSource>,
+    /// The bag directory (`edgerec record -o`); else a new one under the root.
+    dir: Option<PathBuf>,
+}
+
 /// Records until stopped, the time limit, or a stage of the pipeline dies.
 fn record(
     cfg: &Config,
     mut daemon: daemon::Daemon,
+    session: Session,
     limit: Option<Duration>,
     report_json: Option<&Path>,
     quiet: bool,
 ) -> anyhow::Result<Ended> {
     // Before the signal handlers: a signal during recovery ends the
     // process at once, which recovery is built to survive.
-    recover_at_start(&cfg.recording.root);
+    if session.dir.is_none() {
+        recover_at_start(&cfg.recording.root);
+    }
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         // A second signal while stopping exits at once.
@@ -417,11 +466,15 @@ fn record(
         signal_hook::flag::register(sig, stop.clone()).context("installing the signal handler")?;
     }
     let mut sources = SyntheticSource::from_config(&cfg.sources.synthetic);
+    if let Some(r) = session.ros {
+        sources.push(Box::new(r));
+    }
     if sources.is_empty() {
         tracing::warn!("no sources configured: the recording will hold only edgerec's own topics");
     }
     sources.extend(daemon.own_topics());
     let mut opts = RecorderOptions::from_config(cfg);
+    opts.session_dir = session.dir;
     opts.watch = daemon.watch();
     #[cfg(feature = "fault-injection")]
     {

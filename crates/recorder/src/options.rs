@@ -19,6 +19,9 @@ pub struct RecorderOptions {
     pub root: PathBuf,
     /// Session name prefix.
     pub session_prefix: String,
+    /// The bag directory itself (rosbag2's `-o`), in place of a new
+    /// `<root>/<prefix>_<time>` directory; it must not exist yet.
+    pub session_dir: Option<PathBuf>,
     /// metadata.yaml version.
     pub metadata_version: MetadataVersion,
     /// The storage writer's options.
@@ -108,6 +111,7 @@ impl RecorderOptions {
         Self {
             root: cfg.recording.root.clone(),
             session_prefix: cfg.recording.session_prefix.clone(),
+            session_dir: None,
             metadata_version: match cfg.recording.ros_distro {
                 RosDistro::Humble => MetadataVersion::Humble,
                 RosDistro::Jazzy => MetadataVersion::Jazzy,

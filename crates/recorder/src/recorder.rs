@@ -185,14 +185,22 @@ impl Recorder {
         );
         intake.budget().force_reserve(pool_bytes);
 
-        let mut session = Session::create(
-            &opts.root,
-            &opts.session_prefix,
-            clock.now_ns(),
-            opts.metadata_version,
-            opts.storage.clone(),
-            opts.library.clone(),
-        )?;
+        let mut session = match &opts.session_dir {
+            Some(dir) => Session::create_at(
+                dir,
+                opts.metadata_version,
+                opts.storage.clone(),
+                opts.library.clone(),
+            )?,
+            None => Session::create(
+                &opts.root,
+                &opts.session_prefix,
+                clock.now_ns(),
+                opts.metadata_version,
+                opts.storage.clone(),
+                opts.library.clone(),
+            )?,
+        };
         let segment = match session.open_segment(&intake.table().all()) {
             Ok(s) => s,
             Err(e) => {

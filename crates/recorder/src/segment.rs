@@ -119,6 +119,57 @@ impl Session {
         })
     }
 
+    /// A session in exactly `dir` (rosbag2's `-o`), which must not exist
+    /// yet (rosbag2 refuses an existing output directory too); its files
+    /// are named after it.
+    pub fn create_at(
+        dir: &Path,
+        version: MetadataVersion,
+        storage: WriterOptions,
+        library: String,
+    ) -> Result<Self, RecorderError> {
+        let name = dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .filter(|n| !n.is_empty() && *n != "." && *n != "..")
+            .ok_or_else(|| RecorderError::Path {
+                path: dir.to_path_buf(),
+                what: "name the bag directory after its last part",
+                source: io::Error::from(io::ErrorKind::InvalidInput),
+            })?
+            .to_owned();
+        if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(|e| RecorderError::Path {
+                path: parent.to_path_buf(),
+                what: "create the bag directory's parent",
+                source: e,
+            })?;
+        }
+        std::fs::create_dir(dir).map_err(|e| RecorderError::Path {
+            path: dir.to_path_buf(),
+            what: if e.kind() == io::ErrorKind::AlreadyExists {
+                "create the bag directory (it exists already: choose another -o, or remove it)"
+            } else {
+                "create the bag directory"
+            },
+            source: e,
+        })?;
+        if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+            let _ = bag::sync_dir(parent);
+        }
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            name,
+            bag: BagMetadata {
+                version,
+                ..Default::default()
+            },
+            next_index: 0,
+            storage,
+            library,
+        })
+    }
+
     /// The bag directory.
     pub fn dir(&self) -> &Path {
         &self.dir

@@ -38,6 +38,7 @@ fn a_real_enospc_closes_the_segment_at_its_last_good_chunk_and_recording_goes_on
     let opts = RecorderOptions {
         root: mnt.join("rec"),
         session_prefix: "enospc".into(),
+        session_dir: None,
         metadata_version: MetadataVersion::Humble,
         storage: WriterOptions {
             preallocate: 0,

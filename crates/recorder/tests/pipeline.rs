@@ -227,6 +227,7 @@ fn options(root: &Path) -> RecorderOptions {
     RecorderOptions {
         root: root.to_path_buf(),
         session_prefix: "test".into(),
+        session_dir: None,
         metadata_version: MetadataVersion::Humble,
         storage: WriterOptions {
             block_size: 256 * KIB,

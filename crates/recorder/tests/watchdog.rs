@@ -79,6 +79,7 @@ fn options(root: &Path, heartbeats: &Heartbeats) -> RecorderOptions {
     RecorderOptions {
         root: root.to_path_buf(),
         session_prefix: "wd".into(),
+        session_dir: None,
         metadata_version: MetadataVersion::Humble,
         storage: WriterOptions {
             preallocate: 0,

@@ -80,7 +80,7 @@ fn unknown_table() {
         (4, 2),
         Some("strorage"),
         "unknown key",
-        Some("did you mean `storage`? (valid keys: recording, storage, mcap, pipeline, sources, segment, retention, clock, health, metrics, leds)"),
+        Some("did you mean `storage`? (valid keys: recording, storage, mcap, pipeline, sources, ros, segment, retention, clock, health, metrics, leds)"),
     );
 }
 
@@ -118,7 +118,7 @@ fn unknown_key_that_belongs_in_another_table() {
         (2, 1),
         Some("root"),
         "unknown key",
-        Some("`root` belongs in [recording], not the top level (valid keys here: recording, storage, mcap, pipeline, sources, segment, retention, clock, health, metrics, leds)"),
+        Some("`root` belongs in [recording], not the top level (valid keys here: recording, storage, mcap, pipeline, sources, ros, segment, retention, clock, health, metrics, leds)"),
     );
 }
 
@@ -142,11 +142,11 @@ fn unknown_key_dotted_and_inline() {
     assert_eq!(err.key.as_deref(), Some("mcap.chunk_sise"));
     assert!(err.hint.unwrap().starts_with("did you mean `chunk_size`?"));
 
-    let err = error("storage = { backend = \"auto\", depth = 2 }\n");
+    let err = error("storage = { backend = \"auto\", colour = 2 }\n");
     assert_error(
         &err,
         (1, 31),
-        Some("storage.depth"),
+        Some("storage.colour"),
         "unknown key",
         Some(&format!("valid keys: {STORAGE_KEYS}")),
     );

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use edgerec_config::{
     ClockConfig, ClockSourceKind, Compression, Config, HealthConfig, LedsConfig, McapConfig,
-    MetricsConfig, PipelineConfig, Rate, RecordingConfig, RetentionConfig, RosDistro,
+    MetricsConfig, PipelineConfig, Rate, RecordingConfig, RetentionConfig, RosConfig, RosDistro,
     SegmentConfig, SourcesConfig, StorageBackend, StorageConfig, SyntheticChannel, SyntheticKind,
 };
 
@@ -59,6 +59,22 @@ fn defaults_are_the_documented_values() {
             synthetic: vec![],
             restart_backoff_min: Duration::from_millis(100),
             restart_backoff_max: Duration::from_secs(30),
+        },
+        ros: RosConfig {
+            enabled: false,
+            all: false,
+            topics: vec![],
+            regex: String::new(),
+            exclude: String::new(),
+            exclude_types: vec![],
+            include_hidden: false,
+            discovery_interval: Duration::from_millis(100),
+            domain_id: -1,
+            node_name: "edgerec".to_owned(),
+            namespace: "/".to_owned(),
+            msg_paths: vec![],
+            qos_overrides_path: PathBuf::new(),
+            qos: vec![],
         },
         segment: SegmentConfig {
             max_bytes: 1 << 30,

@@ -1,0 +1,75 @@
+//! `[ros]` of the configuration (or `edgerec record`'s flags) into the ROS
+//! 2 source.
+
+use std::sync::Arc;
+
+use edgerec_config::Config;
+use edgerec_ros::channels::EmbeddedDefinitions;
+use edgerec_ros::dds::DdsSource;
+use edgerec_ros::overrides::{read_overrides_file, QosOverride};
+use edgerec_ros::qos::QosYamlStyle;
+use edgerec_ros::{RosOptions, SelectionOptions};
+
+/// The ROS source's options; an error names the key and the fix.
+pub fn options(cfg: &Config) -> anyhow::Result<RosOptions> {
+    let r = &cfg.ros;
+    let domain_id = if r.domain_id >= 0 {
+        r.domain_id as u32
+    } else {
+        match std::env::var("ROS_DOMAIN_ID") {
+            Ok(v) if !v.trim().is_empty() => v.trim().parse::<u32>().ok().filter(|d| *d <= 232).ok_or_else(|| {
+                anyhow::anyhow!("ROS_DOMAIN_ID={v:?} is not a ROS domain: use 0 to 232, or set ros.domain_id")
+            })?,
+            _ => 0,
+        }
+    };
+    let mut overrides = if r.qos_overrides_path.as_os_str().is_empty() {
+        Default::default()
+    } else {
+        read_overrides_file(&r.qos_overrides_path)?
+    };
+    for q in &r.qos {
+        let mut o = QosOverride::default();
+        for (k, v) in [
+            ("reliability", q.reliability.as_str()),
+            ("durability", q.durability.as_str()),
+            ("history", q.history.as_str()),
+        ] {
+            o.set(k, v)
+                .map_err(|e| anyhow::anyhow!("ros.qos for {}: {e}", q.topic))?;
+        }
+        if q.depth > 0 {
+            o.depth = Some(q.depth);
+        }
+        overrides.insert(q.topic.clone(), o);
+    }
+    Ok(RosOptions {
+        selection: SelectionOptions {
+            all: r.all,
+            topics: r.topics.clone(),
+            regex: (!r.regex.is_empty()).then(|| r.regex.clone()),
+            exclude: (!r.exclude.is_empty()).then(|| r.exclude.clone()),
+            exclude_types: r.exclude_types.clone(),
+            include_hidden: r.include_hidden,
+        },
+        discovery_interval: r.discovery_interval,
+        domain_id,
+        node_name: r.node_name.clone(),
+        namespace: r.namespace.clone(),
+        qos_overrides: overrides,
+        msg_paths: r.msg_paths.clone(),
+        qos_style: match cfg.recording.ros_distro {
+            edgerec_config::RosDistro::Humble => QosYamlStyle::Humble,
+            edgerec_config::RosDistro::Jazzy => QosYamlStyle::Jazzy,
+        },
+    })
+}
+
+/// The ROS 2 source (DDS backend), or `None` when `[ros]` is off.
+pub fn source(cfg: &Config) -> anyhow::Result<Option<DdsSource>> {
+    if !cfg.ros.enabled {
+        return Ok(None);
+    }
+    let opts = options(cfg)?;
+    Ok(Some(DdsSource::new(opts, Arc::new(EmbeddedDefinitions))?))
+}
