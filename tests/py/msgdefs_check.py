@@ -4,6 +4,7 @@
 Run by crates/format/tests/msgdefs_rosbags.rs, which writes DIR:
 
   DIR/defs.tsv       name <TAB> encoding <TAB> file (concatenated ros2msg text)
+  DIR/dirdefs.tsv    name <TAB> encoding <TAB> file <TAB> fields (name:type,...)
   DIR/samples.tsv    id <TAB> type name <TAB> .cdr file <TAB> .json file
 
 Checks, one output line each, against two implementations that share no code
@@ -16,6 +17,15 @@ with edgerec (or with each other):
           sections come in rosbags' order. foxglove_msgs is not in that store:
           its top-level text is registered from edgerec's .msg and the rest
           (its dependencies) compared.
+  set     the embedded types of the packages edgerec embeds (HUMBLE_PACKAGES,
+          rcl_interfaces/msg/Log) are exactly those of Stores.ROS2_HUMBLE:
+          none missing, none from a later distro.
+  dirdefs each definition DefinitionResolver built from a msg_paths
+          directory (a workspace package using embedded types) parses
+          section by section, its top-level fields are the ones its .msg
+          declares, and with the workspace types registered from their own
+          sections it equals the rendering by rosbags' Humble store (so the
+          embedded sections it pulled in are Humble's), md5 and order too.
   rosbags each sample decodes with rosbags' deserialize_cdr to exactly the
           expected field values, and serialize_cdr of the decoded message
           gives back the same bytes (padding included).
@@ -60,6 +70,15 @@ CLOCK_QUALITY_FIELDS = [
 ]
 OWN_TYPES = (FOXGLOVE_VIDEO, CLOCK_QUALITY)
 
+# Every message type of these Humble packages is embedded (crates/format/msg/
+# README.md), plus one type of a package embedded only in part.
+HUMBLE_PACKAGES = (
+    "std_msgs", "builtin_interfaces", "geometry_msgs", "sensor_msgs", "nav_msgs", "tf2_msgs",
+    "diagnostic_msgs", "visualization_msgs", "shape_msgs", "trajectory_msgs", "stereo_msgs",
+    "actionlib_msgs", "unique_identifier_msgs", "rosgraph_msgs",
+)
+HUMBLE_SINGLE_TYPES = ("rcl_interfaces/msg/Log",)
+
 failures = 0
 
 
@@ -93,52 +112,104 @@ def msg_order(text: str) -> list[str]:
     return [line[5:] for line in text.splitlines() if line.startswith("MSG: ")]
 
 
-def check_definition(name: str, encoding: str, text: str) -> None:
-    report(encoding == "ros2msg", "defs", f"{name} encoding", encoding)
+def parse_sections(kind: str, name: str, encoding: str, text: str) -> Any:
+    """Reports the encoding and the sections; (sections, a store holding them
+    all) or None when the text does not split into sections."""
+    report(encoding == "ros2msg", kind, f"{name} encoding", encoding)
     try:
         sections = split_sections(name, text)
     except ValueError as err:
-        report(False, "defs", f"{name} sections", str(err))
-        return
+        report(False, kind, f"{name} sections", str(err))
+        return None
     names = [n for n, _ in sections]
-    report(len(names) == len(set(names)), "defs", f"{name} each section once", ", ".join(names))
-
-    mine_store = get_typestore(Stores.EMPTY)
+    report(len(names) == len(set(names)), kind, f"{name} each section once", ", ".join(names))
+    store = get_typestore(Stores.EMPTY)
     for sec_name, sec_text in sections:
-        mine_store.register(get_types_from_msg(sec_text, sec_name))
+        store.register(get_types_from_msg(sec_text, sec_name))
+    return sections, store
+
+
+def compare_rendering(kind: str, name: str, sections: list[tuple[str, str]], mine_store: Any,
+                      ref_store: Any, label: str) -> None:
+    """edgerec's sections rendered by rosbags equal ref_store's rendering, md5
+    and MSG: order included."""
     mine, mine_md5 = mine_store.generate_msgdef(name, ros_version=2)
+    ref, ref_md5 = ref_store.generate_msgdef(name, ros_version=2)
+    report(
+        mine == ref and mine_md5 == ref_md5,
+        kind,
+        f"{name} equals rosbags {label}",
+        f"md5 {mine_md5}" if mine == ref else f"\n--- edgerec\n{mine}--- rosbags\n{ref}",
+    )
+    order = [n.replace("/msg/", "/") for n, _ in sections[1:]]
+    report(order == msg_order(ref), kind, f"{name} section order",
+           f"edgerec {order} rosbags {msg_order(ref)}")
+
+
+def field_list(store: Any, name: str) -> list[tuple[str, str]]:
+    """(field, type) of a registered type; arrays and sequences as their
+    element type, strings without their bound."""
+    out = []
+    for fname, (_kind, detail) in store.fielddefs[name][1]:
+        # rosbags: (Nodetype.BASE, (type, bound)), (Nodetype.NAME, typename),
+        # or an array/sequence of either: ((kind, detail), size)
+        if isinstance(detail, tuple) and isinstance(detail[0], tuple):
+            detail = detail[0][1]
+        out.append((fname, detail[0] if isinstance(detail, tuple) else detail))
+    return out
+
+
+def check_definition(name: str, encoding: str, text: str) -> None:
+    parsed = parse_sections("defs", name, encoding, text)
+    if parsed is None:
+        return
+    sections, mine_store = parsed
 
     ref_store = get_typestore(Stores.ROS2_HUMBLE)
     if name == FOXGLOVE_VIDEO:
         ref_store.register(get_types_from_msg(sections[0][1], name))
-        top = mine.split(SEPARATOR)[0]
+        top = mine_store.generate_msgdef(name, ros_version=2)[0].split(SEPARATOR)[0]
         report(top == FOXGLOVE_VIDEO_FIELDS, "defs", f"{name} fields", repr(top))
     elif name == CLOCK_QUALITY:
         ref_store.register(get_types_from_msg(sections[0][1], name))
-        fields = []
-        for fname, (kind, detail) in ref_store.fielddefs[name][1]:
-            # rosbags: (Nodetype.BASE, (type, bound)) or (Nodetype.NAME, typename)
-            fields.append((fname, detail[0] if isinstance(detail, tuple) else detail))
+        fields = field_list(ref_store, name)
         report(fields == CLOCK_QUALITY_FIELDS, "defs", f"{name} fields", repr(fields))
     elif name not in ref_store.types:
         report(False, "defs", f"{name} known to rosbags ROS2_HUMBLE", "missing")
         return
-    ref, ref_md5 = ref_store.generate_msgdef(name, ros_version=2)
+    label = "ROS2_HUMBLE" + (" + its own top level" if name in OWN_TYPES else "")
+    compare_rendering("defs", name, sections, mine_store, ref_store, label)
 
-    store = "ROS2_HUMBLE" + (" + its own top level" if name in OWN_TYPES else "")
+
+def check_embedded_set(names: set[str]) -> None:
+    humble = get_typestore(Stores.ROS2_HUMBLE)
+    want = {
+        t for t in humble.types
+        if t.split("/")[0] in HUMBLE_PACKAGES and t.split("/")[1] == "msg"
+    } | set(HUMBLE_SINGLE_TYPES) | set(OWN_TYPES)
+    missing, extra = sorted(want - names), sorted(names - want)
     report(
-        mine == ref and mine_md5 == ref_md5,
-        "defs",
-        f"{name} equals rosbags {store}",
-        f"md5 {mine_md5}" if mine == ref else f"\n--- edgerec\n{mine}--- rosbags\n{ref}",
+        not missing and not extra,
+        "set",
+        f"{len(names)} embedded types are Humble's {len(want) - len(OWN_TYPES)} + edgerec's own",
+        f"missing {missing} not in Humble {extra}" if missing or extra else "",
     )
-    order = [n.replace("/msg/", "/") for n in names[1:]]
-    report(
-        order == msg_order(ref),
-        "defs",
-        f"{name} section order",
-        f"edgerec {order} rosbags {msg_order(ref)}",
-    )
+
+
+def check_dir_definition(name: str, encoding: str, text: str, fields: str) -> None:
+    parsed = parse_sections("dirdefs", name, encoding, text)
+    if parsed is None:
+        return
+    sections, mine_store = parsed
+    got = ",".join(f"{f}:{t}" for f, t in field_list(mine_store, name))
+    report(got == fields, "dirdefs", f"{name} fields", f"edgerec {got} .msg {fields}")
+
+    ref_store = get_typestore(Stores.ROS2_HUMBLE)
+    own = [(n, t) for n, t in sections if n not in ref_store.types]
+    for sec_name, sec_text in own:
+        ref_store.register(get_types_from_msg(sec_text, sec_name))
+    label = f"ROS2_HUMBLE + {', '.join(n for n, _ in own)}"
+    compare_rendering("dirdefs", name, sections, mine_store, ref_store, label)
 
 
 def plain(value: Any, typestore: Any = None) -> Any:
@@ -229,6 +300,14 @@ def main() -> int:
         name, encoding, file = line.split("\t")
         texts[name] = (root / file).read_text()
         check_definition(name, encoding, texts[name])
+    check_embedded_set(set(texts))
+
+    dirdefs = root / "dirdefs.tsv"
+    lines = dirdefs.read_text().splitlines() if dirdefs.exists() else []
+    report(bool(lines), "dirdefs", "definitions from a msg_paths directory were written")
+    for line in lines:
+        name, encoding, file, fields = line.split("\t")
+        check_dir_definition(name, encoding, (root / file).read_text(), fields)
 
     # Decode with the Humble store plus the types it lacks, from edgerec's .msg.
     typestore = get_typestore(Stores.ROS2_HUMBLE)
@@ -248,7 +327,8 @@ def main() -> int:
                      typestore, texts[typename], i)
 
     total_defs = len(texts)
-    print(f"{total_defs} definitions, {len(samples)} samples, {failures} failed checks")
+    print(f"{total_defs} definitions, {len(lines)} from a directory, {len(samples)} samples, "
+          f"{failures} failed checks")
     return 1 if failures else 0
 
 

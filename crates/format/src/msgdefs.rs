@@ -1,12 +1,16 @@
-//! Embedded ROS 2 message definitions in rosbag2's concatenated `ros2msg`
-//! form, the schema data of every channel in a rosbag2 MCAP file.
+//! ROS 2 message definitions in rosbag2's concatenated `ros2msg` form, the
+//! schema data of every channel in a rosbag2 MCAP file.
 //!
 //! Each definition is the top-level `.msg` text followed, for every message
 //! type it uses (transitively, each once, depth first in order of first use),
 //! by `"\n"`, a line of 80 `=`, `MSG: pkg/Type` and that type's `.msg` text.
-//! The `.msg` files live in `crates/format/msg/` (their provenance is in the
-//! README there); the dependencies are found by parsing the field types, and
-//! the concatenated text is built on first use and kept.
+//! The common ROS 2 Humble interfaces (std_msgs, geometry_msgs, sensor_msgs,
+//! nav_msgs, tf2_msgs and the rest; the list and each file's provenance are
+//! in `crates/format/msg/README.md`) are embedded, so a robot without a ROS
+//! install still records rosbag2-style schemas; `build.rs` turns every file
+//! under `msg/` into an entry of the table. A [`DefinitionResolver`] looks in
+//! `ros.msg_paths` directories first (how rosbag2 reads the ament index) and
+//! falls back to the embedded set.
 //!
 //! ```
 //! use edgerec_format::msgdefs;
@@ -16,19 +20,21 @@
 //! assert_eq!(imu.encoding, "ros2msg");
 //! assert!(imu.text().contains("\nMSG: std_msgs/Header\n"));
 //! assert!(msgdefs::all().iter().any(|d| d.name == "foxglove_msgs/msg/CompressedVideo"));
+//!
+//! // No directories: the embedded set only.
+//! let resolver = msgdefs::DefinitionResolver::new(Vec::new());
+//! let odom = resolver.resolve("nav_msgs/msg/Odometry").expect("embedded");
+//! assert_eq!(&*odom.data, msgdefs::lookup("nav_msgs/Odometry").unwrap().text());
 //! ```
 
 use std::sync::OnceLock;
 
-/// The line rosbag2 puts before each dependency's `MSG:` line.
-const SEPARATOR: &str =
-    "================================================================================";
+mod concat;
+mod resolver;
 
-/// Types the `.msg` grammar builds in; they have no definition of their own.
-const PRIMITIVE_TYPES: &[&str] = &[
-    "bool", "byte", "char", "float32", "float64", "int8", "uint8", "int16", "uint16", "int32",
-    "uint32", "int64", "uint64", "string", "wstring",
-];
+pub use resolver::{DefinitionError, DefinitionOrigin, DefinitionResolver, Schema};
+
+use concat::{concatenate, split_type_name, Format};
 
 /// One embedded message type and its rosbag2 schema.
 #[derive(Debug)]
@@ -44,6 +50,21 @@ pub struct MessageDefinition {
 }
 
 impl MessageDefinition {
+    /// An entry of the table `build.rs` writes.
+    const fn embedded(name: &'static str, msg: &'static str) -> Self {
+        Self {
+            name,
+            encoding: "ros2msg",
+            msg,
+            full: OnceLock::new(),
+        }
+    }
+
+    /// The type's own `.msg` text, as the package installs it.
+    pub fn msg(&self) -> &'static str {
+        self.msg
+    }
+
     /// The concatenated definition (top-level `.msg` text, then each dependency after
     /// its `MSG:` header): the data of the MCAP schema record. Built once, then shared.
     pub fn text(&self) -> &'static str {
@@ -53,140 +74,54 @@ impl MessageDefinition {
             .iter()
             .find(|d| std::ptr::eq(*d, self))
             .expect("MessageDefinitions exist only in the static table");
-        this.full.get_or_init(|| concatenate(this)).as_str()
+        this.full
+            .get_or_init(|| concatenate_embedded(this))
+            .as_str()
     }
 }
 
-macro_rules! definition {
-    ($pkg:literal, $ty:literal) => {
-        MessageDefinition {
-            name: concat!($pkg, "/msg/", $ty),
-            encoding: "ros2msg",
-            msg: include_str!(concat!("../msg/", $pkg, "/msg/", $ty, ".msg")),
-            full: OnceLock::new(),
-        }
-    };
-}
-
-static DEFINITIONS: [MessageDefinition; 14] = [
-    definition!("builtin_interfaces", "Time"),
-    definition!("std_msgs", "Header"),
-    definition!("std_msgs", "String"),
-    definition!("geometry_msgs", "Quaternion"),
-    definition!("geometry_msgs", "Vector3"),
-    definition!("sensor_msgs", "Imu"),
-    definition!("sensor_msgs", "PointField"),
-    definition!("sensor_msgs", "PointCloud2"),
-    definition!("sensor_msgs", "Image"),
-    definition!("diagnostic_msgs", "KeyValue"),
-    definition!("diagnostic_msgs", "DiagnosticStatus"),
-    definition!("diagnostic_msgs", "DiagnosticArray"),
-    definition!("foxglove_msgs", "CompressedVideo"),
-    definition!("edgerec_msgs", "ClockQuality"),
-];
+// `static DEFINITIONS: [MessageDefinition; N]`, one entry per
+// `msg/<pkg>/msg/<Type>.msg`, sorted by (pkg, Type).
+include!(concat!(env!("OUT_DIR"), "/msgdefs_table.rs"));
 
 /// Finds an embedded definition by type name, written `pkg/msg/Type` or `pkg/Type`.
 pub fn lookup(type_name: &str) -> Option<&'static MessageDefinition> {
-    let (pkg, ty) = split_type_name(type_name)?;
+    let key = split_type_name(type_name)?;
     DEFINITIONS
-        .iter()
-        .find(|d| split_type_name(d.name) == Some((pkg, ty)))
+        .binary_search_by(|d| split_type_name(d.name).cmp(&Some(key)))
+        .ok()
+        .map(|i| &DEFINITIONS[i])
 }
 
-/// Every embedded definition.
+/// Every embedded definition, sorted by package, then type.
 pub fn all() -> &'static [MessageDefinition] {
     &DEFINITIONS
 }
 
-/// `pkg/msg/Type` or `pkg/Type` into `(pkg, Type)`.
-fn split_type_name(type_name: &str) -> Option<(&str, &str)> {
-    let mut parts = type_name.split('/');
-    let (pkg, ty) = match (parts.next(), parts.next(), parts.next(), parts.next()) {
-        (Some(pkg), Some("msg"), Some(ty), None) => (pkg, ty),
-        (Some(pkg), Some(ty), None, None) => (pkg, ty),
-        _ => return None,
-    };
-    (!pkg.is_empty() && !ty.is_empty()).then_some((pkg, ty))
-}
-
-fn concatenate(root: &'static MessageDefinition) -> String {
-    let mut out = String::with_capacity(4 * root.msg.len());
-    out.push_str(root.msg);
-    let mut seen = vec![root.name];
-    append_dependencies(root, &mut seen, &mut out);
-    out
-}
-
-/// Appends the sections of `def`'s dependencies, depth first in order of first use,
-/// skipping types already written (rosbag2's `seen_deps`).
+/// The schema text of an embedded type from embedded files only.
 ///
-/// rosbag2 itself (`LocalMessageDefinitionSource::get_full_text`) keeps each type's
-/// direct dependencies in a `std::set`, so a bag it records lists them in name order
-/// (Imu: Quaternion, Vector3, Header, Time); rosbags' `generate_msgdef` uses order
-/// of first use, as here. Readers find sections by their `MSG:` name, so both decode
-/// the same; first use is what the cross-check against rosbags can compare.
-fn append_dependencies(
-    def: &'static MessageDefinition,
-    seen: &mut Vec<&'static str>,
-    out: &mut String,
-) {
-    let (pkg, _) = split_type_name(def.name).expect("embedded names are pkg/msg/Type");
-    for dep in dependencies(def.msg, pkg) {
-        let dep_def = lookup(&dep)
-            .unwrap_or_else(|| panic!("{} uses {dep}, which is not embedded in msgdefs", def.name));
-        if seen.contains(&dep_def.name) {
-            continue;
-        }
-        seen.push(dep_def.name);
-        out.push('\n');
-        out.push_str(SEPARATOR);
-        out.push_str("\nMSG: ");
-        out.push_str(&dep);
-        out.push('\n');
-        out.push_str(dep_def.msg);
-        append_dependencies(dep_def, seen, out);
+/// Every dependency of every embedded file is embedded too: the test
+/// `every_dependency_resolves` walks them all (and `build.rs` names every
+/// entry `pkg/msg/Type`), so neither panic here can fire for data that passed
+/// the tests. Schemas that may come from files on the
+/// robot go through [`DefinitionResolver`], which returns errors instead.
+fn concatenate_embedded(def: &'static MessageDefinition) -> String {
+    let (pkg, ty) = split_type_name(def.name).expect("build.rs writes pkg/msg/Type names");
+    let fetch = |dep: &str, used_by: &str| {
+        lookup(dep)
+            .map(MessageDefinition::msg)
+            .ok_or_else(|| format!("{used_by} uses {dep}, which is not embedded"))
+    };
+    match concatenate(
+        Format::Msg,
+        &Format::Msg.section_name(pkg, ty),
+        pkg,
+        def.msg,
+        fetch,
+    ) {
+        Ok(text) => text,
+        Err(e) => panic!("embedded definition {} does not resolve: {e:?}", def.name),
     }
-}
-
-/// The non-builtin field types of a `.msg` text as `pkg/Type`, each once, in order of
-/// first use. `package` resolves unqualified names.
-fn dependencies(msg: &str, package: &str) -> Vec<String> {
-    let mut deps: Vec<String> = Vec::new();
-    for line in msg.lines() {
-        let Some(ty) = field_type(line) else { continue };
-        let dep = if ty == "Header" {
-            // Older .msg files (and ROS 1) write the header type bare.
-            "std_msgs/Header".to_owned()
-        } else {
-            match ty.split('/').collect::<Vec<_>>().as_slice() {
-                [name] => format!("{package}/{name}"),
-                [pkg, "msg", name] => format!("{pkg}/{name}"),
-                _ => ty.to_owned(),
-            }
-        };
-        if !deps.contains(&dep) {
-            deps.push(dep);
-        }
-    }
-    deps
-}
-
-/// The base type of a field line (array and bound suffixes removed), or `None` for
-/// comments, blank lines, constants and builtin types.
-fn field_type(line: &str) -> Option<&str> {
-    // A '#' inside a string constant's value also cuts here, but constants are
-    // skipped below either way.
-    let code = line.split('#').next().unwrap_or("").trim();
-    let mut tokens = code.split_whitespace();
-    let ty = tokens.next()?;
-    let name = tokens.next()?;
-    // Constants: `uint8 FOO=1` or `uint8 FOO = 1`; a default value (`float64 w 1`)
-    // keeps the line a field.
-    if name.contains('=') || tokens.next().is_some_and(|t| t.starts_with('=')) {
-        return None;
-    }
-    let base = ty.split(['[', '<']).next().unwrap_or(ty);
-    (!PRIMITIVE_TYPES.contains(&base)).then_some(base)
 }
 
 #[cfg(test)]
@@ -215,6 +150,16 @@ mod tests {
     }
 
     #[test]
+    fn every_entry_is_found_by_lookup() {
+        // The binary search relies on build.rs sorting by (pkg, Type).
+        for d in all() {
+            let (pkg, ty) = split_type_name(d.name).expect("pkg/msg/Type");
+            assert!(std::ptr::eq(lookup(d.name).unwrap(), d), "{}", d.name);
+            assert!(std::ptr::eq(lookup(&format!("{pkg}/{ty}")).unwrap(), d));
+        }
+    }
+
+    #[test]
     fn names_are_unique_and_well_formed() {
         for (i, d) in all().iter().enumerate() {
             assert!(split_type_name(d.name).is_some(), "{}", d.name);
@@ -228,13 +173,46 @@ mod tests {
     }
 
     #[test]
+    fn the_humble_common_interfaces_are_embedded() {
+        // A few per package; tests/py/msgdefs_check.py compares the whole
+        // set with rosbags' ROS2_HUMBLE store.
+        for name in [
+            "std_msgs/msg/Empty",
+            "std_msgs/msg/UInt8MultiArray",
+            "builtin_interfaces/msg/Duration",
+            "geometry_msgs/msg/TwistWithCovarianceStamped",
+            "sensor_msgs/msg/CameraInfo",
+            "sensor_msgs/msg/BatteryState",
+            "nav_msgs/msg/Odometry",
+            "tf2_msgs/msg/TFMessage",
+            "visualization_msgs/msg/MarkerArray",
+            "shape_msgs/msg/SolidPrimitive",
+            "trajectory_msgs/msg/MultiDOFJointTrajectory",
+            "stereo_msgs/msg/DisparityImage",
+            "actionlib_msgs/msg/GoalStatusArray",
+            "unique_identifier_msgs/msg/UUID",
+            "rosgraph_msgs/msg/Clock",
+            "rcl_interfaces/msg/Log",
+            "diagnostic_msgs/msg/DiagnosticArray",
+            "foxglove_msgs/msg/CompressedVideo",
+            "edgerec_msgs/msg/ClockQuality",
+        ] {
+            assert!(lookup(name).is_some(), "{name}");
+        }
+        // Post-Humble types stay out.
+        assert!(lookup("sensor_msgs/msg/Altitude").is_none());
+        assert!(lookup("geometry_msgs/msg/VelocityStamped").is_none());
+    }
+
+    #[test]
     fn every_dependency_resolves() {
         for d in all() {
             let (pkg, _) = split_type_name(d.name).unwrap();
-            for dep in dependencies(d.msg, pkg) {
+            for dep in Format::Msg.dependencies(d.msg, pkg) {
                 assert!(lookup(&dep).is_some(), "{} needs {dep}", d.name);
             }
-            // Building the text walks the whole tree.
+            // Building the text walks the whole tree (it would panic on a
+            // missing dependency or a cycle).
             assert!(d.text().starts_with(d.msg), "{}", d.name);
         }
     }
@@ -282,12 +260,25 @@ mod tests {
         );
         let video = lookup("foxglove_msgs/msg/CompressedVideo").unwrap().text();
         assert_eq!(sections(video), ["builtin_interfaces/Time"]);
+        let tf = lookup("tf2_msgs/msg/TFMessage").unwrap().text();
+        assert_eq!(
+            sections(tf),
+            [
+                "geometry_msgs/TransformStamped",
+                "std_msgs/Header",
+                "builtin_interfaces/Time",
+                "geometry_msgs/Transform",
+                "geometry_msgs/Vector3",
+                "geometry_msgs/Quaternion",
+            ]
+        );
     }
 
     #[test]
     fn leaf_types_have_no_sections() {
         for name in [
             "std_msgs/String",
+            "std_msgs/Empty",
             "builtin_interfaces/Time",
             "geometry_msgs/Vector3",
         ] {
@@ -300,34 +291,5 @@ mod tests {
     fn text_is_built_once() {
         let d = lookup("sensor_msgs/msg/Image").unwrap();
         assert!(std::ptr::eq(d.text(), d.text()));
-    }
-
-    #[test]
-    fn field_parser_skips_comments_constants_and_builtins() {
-        let msg = "# comment Foo bar\n\
-                   uint8 INT8    = 1\n\
-                   byte OK=0\n\
-                   string S=\"a#b\"\n\
-                   float64 w 1\n\
-                   float64[9] cov # Row major\n\
-                   string<=8 bounded\n\
-                   Header header\n\
-                   PointField[] fields\n\
-                   geometry_msgs/Vector3[<=3] v\n\
-                   geometry_msgs/msg/Quaternion q\n\
-                   pkg/Thing[4] things\n\
-                   Vector3 again\n\
-                   \n\
-                   geometry_msgs/Vector3 twice\n";
-        assert_eq!(
-            dependencies(msg, "geometry_msgs"),
-            [
-                "std_msgs/Header",
-                "geometry_msgs/PointField",
-                "geometry_msgs/Vector3",
-                "geometry_msgs/Quaternion",
-                "pkg/Thing",
-            ]
-        );
     }
 }

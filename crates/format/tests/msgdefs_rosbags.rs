@@ -2,9 +2,10 @@
 //! Python `rosbags` (its ROS 2 Humble type store, CDR decoder and encoder) and
 //! `mcap-ros2-support` (a CDR decoder built from the schema text).
 //!
-//! Writes every embedded definition and one CDR sample per builder case, with
-//! the field values it encoded, to a scratch directory, then runs
-//! `tests/py/msgdefs_check.py` on it. The interpreter is `$EDGEREC_PYTHON`, or
+//! Writes every embedded definition, the definitions of a workspace package
+//! resolved from a `msg_paths`-style directory, and one CDR sample per
+//! builder case, with the field values it encoded, to a scratch directory,
+//! then runs `tests/py/msgdefs_check.py` on it. The interpreter is `$EDGEREC_PYTHON`, or
 //! the workspace's `.venv/bin/python`; with neither (or without the Python
 //! packages) the test prints why and skips.
 
@@ -469,6 +470,56 @@ fn write_inputs(dir: &Path) {
         writeln!(index, "{}\t{}\t{cdr}\t{json}", s.id, s.type_name).unwrap();
     }
     std::fs::write(dir.join("samples.tsv"), index).unwrap();
+
+    write_directory_definitions(dir);
+}
+
+/// A workspace package as `ros.msg_paths` finds it (`<share>/my_pkg/msg/`),
+/// its types using embedded ones and each other, resolved by
+/// `DefinitionResolver`. Each line of `dirdefs.tsv`: name, encoding, file
+/// and the top-level fields the `.msg` declares (`name:type,...`, types as
+/// rosbags names them).
+fn write_directory_definitions(dir: &Path) {
+    let share = dir.join("share");
+    let msg = share.join("my_pkg/msg");
+    std::fs::create_dir_all(&msg).unwrap();
+    std::fs::create_dir_all(dir.join("dirdefs")).unwrap();
+    std::fs::write(
+        msg.join("Thing.msg"),
+        "# A workspace type.\nstd_msgs/Header header\ngeometry_msgs/Pose pose\n\
+         Other[] others\nuint8 KIND_A=1 # a constant\nstring<=8 label\n",
+    )
+    .unwrap();
+    std::fs::write(
+        msg.join("Other.msg"),
+        "float64[3] v\ngeometry_msgs/Twist twist\n",
+    )
+    .unwrap();
+    let fields = [
+        (
+            "my_pkg/msg/Thing",
+            "header:std_msgs/msg/Header,pose:geometry_msgs/msg/Pose,\
+             others:my_pkg/msg/Other,label:string",
+        ),
+        (
+            "my_pkg/msg/Other",
+            "v:float64,twist:geometry_msgs/msg/Twist",
+        ),
+    ];
+    let resolver = msgdefs::DefinitionResolver::new(vec![share]);
+    let mut index = String::new();
+    for (name, fields) in fields {
+        let schema = resolver.resolve(name).unwrap();
+        let file = format!("dirdefs/{}.msg", name.replace('/', "__"));
+        std::fs::write(dir.join(&file), &*schema.data).unwrap();
+        writeln!(
+            index,
+            "{}\t{}\t{file}\t{fields}",
+            schema.name, schema.encoding
+        )
+        .unwrap();
+    }
+    std::fs::write(dir.join("dirdefs.tsv"), index).unwrap();
 }
 
 #[test]
