@@ -599,7 +599,7 @@ def endpoint_qos(reliability: str, durability: str, depth: int,
         if reliability == "reliable" else Policy.Reliability.BestEffort,
         Policy.Durability.TransientLocal if durability == "transient_local"
         else Policy.Durability.Volatile,
-        Policy.History.KeepLast(depth),
+        Policy.History.KeepLast(depth) if depth else Policy.History.KeepAll,
         Policy.DataRepresentation(use_cdrv0_representation=True),
     ]
     if udata:
@@ -1038,10 +1038,11 @@ def parser() -> argparse.ArgumentParser:
                         "(max_late_ms says by how much); 0: as fast as possible (default 10)")
     p.add_argument("--count", type=nonneg_int, default=10, metavar="N",
                    help="samples to publish (default 10)")
-    p.add_argument("--depth", type=positive_int, default=10, metavar="N",
-                   help="KEEP_LAST history depth (default 10, as ROS 2's default profile); "
-                        "a reliable writer faster than its reader overwrites unacknowledged "
-                        "samples beyond it, so raise it for loss-free bursts")
+    p.add_argument("--depth", type=nonneg_int, default=10, metavar="N",
+                   help="KEEP_LAST history depth (default 10, as ROS 2's default profile); a "
+                        "reliable writer faster than its reader overwrites unacknowledged "
+                        "samples beyond it (acked cannot tell). 0: KEEP_ALL, where a write "
+                        "waits for the reader instead, up to --max-blocking-ms")
     p.add_argument("--payload-bytes", type=nonneg_int, metavar="N",
                    help="size of the byte array of Image/CompressedImage "
                         f"(default {DEFAULT_PAYLOAD_BYTES}); 1048576 with --rate 100 is the "
@@ -1076,9 +1077,9 @@ def parser() -> argparse.ArgumentParser:
                                    "publication_handle, size, cdr_hex (the raw payload with "
                                    "its encapsulation header) and decoded (the fields; byte "
                                    "arrays as len and sha256). Prints a JSON summary at the end.")
-    s.add_argument("--depth", type=positive_int, default=1000, metavar="N",
+    s.add_argument("--depth", type=nonneg_int, default=1000, metavar="N",
                    help="KEEP_LAST history depth (default 1000: a slow Python reader must not "
-                        "lose samples to a small history)")
+                        "lose samples to a small history); 0: KEEP_ALL")
     s.add_argument("--duration", type=positive_float, required=True, metavar="S",
                    help="stop after S seconds")
     s.add_argument("--count", type=nonneg_int, default=0, metavar="N",

@@ -296,15 +296,18 @@ def test_two_types_one_topic(tmp: Path) -> str:
 
 def test_large_samples(tmp: Path) -> str:
     count, size = 20, 1 << 20
+    # KEEP_ALL: the writer waits for this slow reader (it writes 2 MiB of hex
+    # a sample) instead of overwriting what it has not acknowledged.
     summary, lines, _ = exchange(tmp, "image", "/selftest/image", "sensor_msgs/msg/Image", count,
-                                 50, pub_args=("--payload-bytes", str(size)))
+                                 50, pub_args=("--payload-bytes", str(size), "--depth", "0",
+                                               "--max-blocking-ms", "10000"))
     check_samples(lines, count, "sensor_msgs/msg/Image")
     payload = ros2peer.Payload(size)
     for line in lines:
         want = hashlib.sha256(payload.at(line["seq"])).hexdigest()
         if line["decoded"]["data"] != {"len": size, "sha256": want}:
             raise Failed(f"seq {line['seq']}: data {line['decoded']['data']}")
-    return f"{count} x {line['size']} bytes, payloads check, sent at " \
+    return f"{count} x {line['size']} bytes (KEEP_ALL), payloads check, sent at " \
            f"{summary['achieved_rate_hz']:.1f} Hz"
 
 
