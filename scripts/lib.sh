@@ -43,8 +43,11 @@ ensure_rust() {
     ensure_deb libclang-dev
 }
 
-# The Python readers used by the tests, in $REPO/.venv, pinned.
-PY_PACKAGES=("mcap==1.6.0" "mcap-ros2-support==0.6.0" "rosbags==0.11.9")
+# The Python readers and ROS 2 test peers (tests/py/ros2peer.py) used by the
+# tests, in $REPO/.venv, pinned. cyclonedds 11.0.1 has wheels (with libddsc)
+# for Linux x86_64 but none for Linux aarch64, where pip would build it from
+# source, which needs a Cyclone DDS C install (CYCLONEDDS_HOME).
+PY_PACKAGES=("mcap==1.6.0" "mcap-ros2-support==0.6.0" "rosbags==0.11.9" "cyclonedds==11.0.1")
 ensure_venv() {
     local py="$REPO/.venv/bin/python"
     if [ ! -x "$py" ]; then
@@ -56,7 +59,8 @@ ensure_venv() {
     fi
     if ! "$py" - <<'PY' 2>/dev/null
 import importlib.metadata as m, sys
-want = {"mcap": "1.6.0", "mcap-ros2-support": "0.6.0", "rosbags": "0.11.9"}
+want = {"mcap": "1.6.0", "mcap-ros2-support": "0.6.0", "rosbags": "0.11.9",
+        "cyclonedds": "11.0.1"}
 sys.exit(0 if all(m.version(k) == v for k, v in want.items()) else 1)
 PY
     then
