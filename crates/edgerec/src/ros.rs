@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use edgerec_config::Config;
-use edgerec_ros::channels::EmbeddedDefinitions;
+use edgerec_format::msgdefs::DefinitionResolver;
+use edgerec_ros::channels::PathDefinitions;
 use edgerec_ros::dds::DdsSource;
 use edgerec_ros::overrides::{read_overrides_file, QosOverride};
 use edgerec_ros::qos::QosYamlStyle;
@@ -71,5 +72,6 @@ pub fn source(cfg: &Config) -> anyhow::Result<Option<DdsSource>> {
         return Ok(None);
     }
     let opts = options(cfg)?;
-    Ok(Some(DdsSource::new(opts, Arc::new(EmbeddedDefinitions))?))
+    let defs = PathDefinitions(DefinitionResolver::new(opts.msg_paths.clone()));
+    Ok(Some(DdsSource::new(opts, Arc::new(defs))?))
 }

@@ -83,6 +83,17 @@ impl SegmentProgress {
             self.start_ns = Some(self.start_ns.map_or(c.start, |t| t.min(c.start)));
         }
     }
+
+    /// The latched repeats at the head of a segment: counted as messages,
+    /// but neither a chunk of new data nor the start of the segment's span.
+    /// They carry the log time of when they were first received, which
+    /// can be long ago (a `/tf_static` published once at boot): taken as
+    /// the segment's start, every new segment would be over
+    /// `max_duration` at its first chunk and split at once (found recording
+    /// a live `/tf_static` with `edgerec record -d 8`).
+    fn wrote_repeats(&mut self, c: &SealedChunk) {
+        self.messages += c.message_count;
+    }
 }
 
 /// The sequencer's inputs and its state between chunks.
@@ -444,7 +455,7 @@ impl Sequencer {
             }
         }
         seg.write_repeats(&sealed)?;
-        self.state.progress.wrote(&sealed);
+        self.state.progress.wrote_repeats(&sealed);
         Ok(())
     }
 
@@ -564,4 +575,37 @@ fn write_sealed(seg: &mut Segment, s: &Sealed, intake: &Intake) -> Result<(), Re
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunk(log_times: &[u64]) -> SealedChunk {
+        let mut b = ChunkBuilder::new(1024);
+        for (i, t) in log_times.iter().enumerate() {
+            b.push(1, i as u32, *t, *t, &[0, 1, 0, 0]);
+        }
+        b.take()
+            .seal(&mut ChunkCompressor::new(Compression::None).unwrap())
+    }
+
+    #[test]
+    fn old_latched_repeats_do_not_start_the_segments_span() {
+        let split = SplitPolicy {
+            max_bytes: u64::MAX,
+            max_duration: Duration::from_secs(8),
+            max_messages: 0,
+        };
+        let s = 1_000_000_000u64;
+        let mut p = SegmentProgress::default();
+        // /tf_static received at t = 1 s, repeated at the head of a segment
+        // opened at t = 100 s.
+        p.wrote_repeats(&chunk(&[s]));
+        assert!(!p.should_split(&split, 0, &chunk(&[100 * s])));
+        p.wrote(&chunk(&[100 * s]));
+        assert!(!p.should_split(&split, 0, &chunk(&[107 * s])));
+        assert!(p.should_split(&split, 0, &chunk(&[108 * s])));
+        assert_eq!(p.messages, 2);
+    }
 }

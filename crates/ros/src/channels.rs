@@ -29,6 +29,20 @@ impl Definitions for EmbeddedDefinitions {
     }
 }
 
+/// The `ros.msg_paths` directories first (`<dir>/<pkg>/msg/<Type>.msg`,
+/// or `.idl`), then the embedded set, as rosbag2 reads the ament index.
+#[derive(Debug)]
+pub struct PathDefinitions(pub edgerec_format::msgdefs::DefinitionResolver);
+
+impl Definitions for PathDefinitions {
+    fn definition(&self, type_name: &str) -> Result<(String, String), String> {
+        self.0
+            .resolve(type_name)
+            .map(|s| (s.encoding.to_owned(), s.data.to_string()))
+            .map_err(|e| e.to_string())
+    }
+}
+
 /// The channel spec of a topic, and a warning when its type has no known
 /// definition (it is recorded all the same, with an empty schema, as
 /// rosbag2 does; readers need the definition from elsewhere to decode it).

@@ -1,14 +1,12 @@
-mod common;
-
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::netns::{self, Netns};
 use edgerec_ros::channels::EmbeddedDefinitions;
 use edgerec_ros::dds::DdsSource;
 use edgerec_ros::{RosOptions, SelectionOptions};
 use edgerec_source::*;
+use edgerec_testkit::netns::{self, Netns};
 
 #[test]
 fn records_a_python_publisher() {

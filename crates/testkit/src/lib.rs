@@ -9,6 +9,8 @@
 //! exactly why they skip what emulation cannot do.
 #![deny(missing_docs)]
 
+pub mod netns;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 

@@ -1,6 +1,11 @@
 //! A network namespace per test: DDS discovers by multicast, so every
 //! participant of a test runs inside a namespace the test creates, with
 //! only `lo` (up, multicast on). No packet reaches a real interface.
+//!
+//! [`Netns::enter`] moves the calling thread (a test's own) into it, so
+//! the threads it starts afterwards (a source's, Cyclone's) are in it too;
+//! [`Netns::command`] runs a process in it (a Python peer, the edgerec
+//! binary).
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
@@ -10,6 +15,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 /// A named namespace (`ip netns add`), deleted on drop.
 pub struct Netns {
+    /// Its name under /var/run/netns.
     pub name: String,
 }
 
@@ -77,18 +83,14 @@ fn multicast_unsupported() -> Option<String> {
     }
 }
 
-/// The Python with the test peers' packages.
+/// The Python with the test peers' packages (`cyclonedds`).
 pub fn python() -> PathBuf {
-    if let Some(p) = std::env::var_os("EDGEREC_PYTHON") {
-        return p.into();
-    }
-    let repo = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let venv = repo.join(".venv/bin/python");
-    if venv.exists() {
-        venv
-    } else {
-        "python3".into()
-    }
+    crate::python().unwrap_or_else(|| "python3".into())
+}
+
+/// `tests/py/ros2peer.py`, the ROS 2 peers.
+pub fn ros2peer() -> PathBuf {
+    crate::workspace_root().join("tests/py/ros2peer.py")
 }
 
 impl Netns {
@@ -124,6 +126,12 @@ impl Netns {
         let mut c = Command::new("ip");
         c.args(["netns", "exec", &self.name]).arg(program);
         c
+    }
+}
+
+impl Default for Netns {
+    fn default() -> Self {
+        Self::new()
     }
 }
 
