@@ -19,6 +19,8 @@ pub mod options;
 pub mod overrides;
 pub mod qos;
 pub mod selection;
+pub mod setup;
+pub mod stats;
 
 pub use options::RosOptions;
 pub use selection::{SelectionOptions, TopicSelection};
