@@ -7,7 +7,10 @@
 //! how publishers come and go ([`graph`]). The `dds` backend (default
 //! feature) talks to the graph through Cyclone DDS with no ROS install:
 //! it records raw CDR without type support, the way zenoh-plugin-ros2dds
-//! does.
+//! does. The `r2r` backend (feature `r2r`) goes through rcl on an
+//! installed ROS 2, so it records over any RMW (Fast DDS shared memory,
+//! Zenoh), polling the graph ([`polled`]) and replacing a subscription
+//! without gaps or copies ([`overlap`]).
 #![deny(missing_docs)]
 
 pub mod channels;
@@ -16,9 +19,15 @@ pub mod dds;
 pub mod graph;
 pub mod names;
 pub mod options;
+pub mod overlap;
 pub mod overrides;
+pub mod polled;
 pub mod qos;
+#[cfg(feature = "r2r")]
+pub mod r2r;
 pub mod selection;
+pub mod setup;
+pub mod stats;
 
 pub use options::RosOptions;
 pub use selection::{SelectionOptions, TopicSelection};

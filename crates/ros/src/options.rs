@@ -6,6 +6,7 @@ use std::time::Duration;
 use crate::overrides::QosOverrides;
 use crate::qos::QosYamlStyle;
 use crate::selection::SelectionOptions;
+use crate::RosError;
 
 /// Everything the ROS source needs to know.
 #[derive(Debug, Clone)]
@@ -43,5 +44,22 @@ impl Default for RosOptions {
             msg_paths: Vec::new(),
             qos_style: QosYamlStyle::Humble,
         }
+    }
+}
+
+impl RosOptions {
+    /// Checks that `domain_id` is a ROS domain; a mistake is a
+    /// configuration error, not a restart.
+    pub fn check_domain(&self) -> Result<(), RosError> {
+        if self.domain_id > 232 {
+            return Err(RosError::Selection {
+                what: "domain_id".into(),
+                reason: format!(
+                    "{} is not a ROS domain: use 0 to 232 (ROS_DOMAIN_ID)",
+                    self.domain_id
+                ),
+            });
+        }
+        Ok(())
     }
 }

@@ -213,6 +213,17 @@ pub enum QosYamlStyle {
 /// `RMW_DURATION_INFINITE` as rmw writes it: {9223372036, 854775807}.
 const INFINITE: (u64, u64) = (9_223_372_036, 854_775_807);
 
+/// A duration as rmw reports it, in nanoseconds; `None` for
+/// `RMW_DURATION_INFINITE` (or longer). Zero (`RMW_DURATION_UNSPECIFIED`)
+/// stays zero, so it is written back the way rmw reported it.
+pub fn from_rmw_duration(d: std::time::Duration) -> Option<u64> {
+    let infinite = std::time::Duration::new(INFINITE.0, INFINITE.1 as u32);
+    if d >= infinite {
+        return None;
+    }
+    u64::try_from(d.as_nanos()).ok()
+}
+
 fn duration(d: Option<u64>) -> (u64, u64) {
     match d {
         None => INFINITE,
@@ -310,6 +321,21 @@ mod tests {
         let (r, w) = adapt(&[offer(BestEffort, Volatile), offer(BestEffort, Volatile)]);
         assert_eq!((r.reliability, r.durability), (BestEffort, Volatile));
         assert!(w.is_empty());
+    }
+
+    #[test]
+    fn rmw_infinite_durations_become_none() {
+        use std::time::Duration;
+        assert_eq!(
+            from_rmw_duration(Duration::new(9_223_372_036, 854_775_807)),
+            None
+        );
+        assert_eq!(from_rmw_duration(Duration::MAX), None);
+        assert_eq!(from_rmw_duration(Duration::ZERO), Some(0));
+        assert_eq!(
+            from_rmw_duration(Duration::new(1, 500_000_000)),
+            Some(1_500_000_000)
+        );
     }
 
     #[test]

@@ -17,15 +17,16 @@ use std::sync::Arc;
 
 use edgerec_source::{Source, SourceError, SourceSink, Stop};
 
-use crate::channels::{channel_spec, type_hash_from_user_data, Definitions};
-use crate::graph::{Action, Gid, Graph, Publication, TopicKey};
+use crate::channels::{type_hash_from_user_data, Definitions};
+use crate::graph::{Action, Gid, Publication, TopicKey};
 use crate::names;
 use crate::options::RosOptions;
-use crate::selection::TopicSelection;
+use crate::setup::RosSetup;
+use crate::stats::StatsTable;
 use crate::RosError;
 
+pub use crate::stats::TopicStats;
 pub use ffi::Participant;
-pub use reader::TopicStats;
 
 /// The Cyclone DDS configuration edgerec uses when `CYCLONEDDS_URI` is not
 /// set: a large socket receive buffer, so multi-MB samples are not dropped
@@ -37,37 +38,21 @@ pub const DEFAULT_CONFIG: &str = "<CycloneDDS><Domain Id=\"any\"><Internal>\
 
 /// The ROS 2 source on Cyclone DDS.
 pub struct DdsSource {
-    opts: RosOptions,
-    selection: TopicSelection,
-    defs: Arc<dyn Definitions>,
-    stats: Arc<reader::StatsTable>,
+    setup: RosSetup,
 }
 
 impl DdsSource {
     /// Checks the options (a mistake is a configuration error, not a
     /// restart) and makes the source.
     pub fn new(opts: RosOptions, defs: Arc<dyn Definitions>) -> Result<Self, RosError> {
-        if opts.domain_id > 232 {
-            return Err(RosError::Selection {
-                what: "domain_id".into(),
-                reason: format!(
-                    "{} is not a ROS domain: use 0 to 232 (ROS_DOMAIN_ID)",
-                    opts.domain_id
-                ),
-            });
-        }
-        let selection = TopicSelection::new(&opts.selection, &opts.namespace, &opts.node_name)?;
         Ok(DdsSource {
-            opts,
-            selection,
-            defs,
-            stats: Arc::new(reader::StatsTable::default()),
+            setup: RosSetup::new(opts, defs)?,
         })
     }
 
     /// Per-topic counts (received, lost upstream), for the status.
-    pub fn stats(&self) -> Arc<reader::StatsTable> {
-        self.stats.clone()
+    pub fn stats(&self) -> Arc<StatsTable> {
+        self.setup.stats.clone()
     }
 }
 
@@ -77,17 +62,18 @@ impl Source for DdsSource {
     }
 
     fn run(&mut self, sink: &SourceSink, stop: &Stop) -> Result<(), SourceError> {
+        let setup = &self.setup;
         let device = |e: RosError| SourceError::Device {
-            device: format!("ros (dds, domain {})", self.opts.domain_id),
+            device: format!("ros (dds, domain {})", setup.opts.domain_id),
             reason: e.to_string(),
         };
         let config = std::env::var_os("CYCLONEDDS_URI")
             .is_none()
             .then_some(DEFAULT_CONFIG);
-        let dp = Participant::new(self.opts.domain_id, config).map_err(device)?;
+        let dp = Participant::new(setup.opts.domain_id, config).map_err(device)?;
         let disco = dp.publication_reader().map_err(device)?;
         let own = dp.gid();
-        let mut graph = Graph::new(self.selection.clone(), self.opts.qos_overrides.clone());
+        let mut graph = setup.graph();
         let mut handles: HashMap<u64, Gid> = HashMap::new();
         let mut readers: HashMap<TopicKey, reader::TopicReader> = HashMap::new();
         loop {
@@ -133,28 +119,15 @@ impl Source for DdsSource {
             }
             for a in actions {
                 match a {
-                    Action::Warn(w) => {
-                        tracing::warn!("{w}");
-                        self.stats.warn(w);
-                    }
+                    Action::Warn(w) => setup.warn(w),
                     Action::Subscribe {
                         key,
                         request,
                         offers,
                         type_hash,
                     } => {
-                        let (spec, warning) = channel_spec(
-                            &key,
-                            &request,
-                            &offers,
-                            type_hash.as_deref(),
-                            self.opts.qos_style,
-                            &*self.defs,
-                        );
-                        if let Some(w) = warning {
-                            tracing::warn!("{w}");
-                            self.stats.warn(w);
-                        }
+                        let spec =
+                            setup.channel_spec(&key, &request, &offers, type_hash.as_deref());
                         let channel = sink.register(spec)?;
                         let r = reader::TopicReader::new(
                             &dp,
@@ -162,7 +135,7 @@ impl Source for DdsSource {
                             &request,
                             sink,
                             channel,
-                            &self.stats,
+                            &setup.stats,
                         )
                         .map_err(device)?;
                         tracing::info!(topic = %key.topic, type_name = %key.type_name, ?request, "recording");
@@ -186,14 +159,8 @@ impl Source for DdsSource {
                     });
                 }
             }
-            self.stats.set_missing(
-                graph
-                    .missing_listed()
-                    .iter()
-                    .map(|s| s.to_string())
-                    .collect(),
-            );
-            if stop.wait_timeout(self.opts.discovery_interval) {
+            setup.set_missing(&graph);
+            if stop.wait_timeout(setup.opts.discovery_interval) {
                 break;
             }
         }

@@ -1,10 +1,11 @@
-//! One recorded topic's DDS reader, its listener, and the per-topic counts
-//! the status shows: received, and lost upstream as DDS reports it.
+//! One recorded topic's DDS reader and its listener, which count what
+//! they receive, and what DDS reports lost upstream, in the topic's
+//! [`TopicCounters`].
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::ffi::c_void;
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use cyclors::dds_entity_t;
@@ -14,99 +15,8 @@ use super::ffi::{self, Participant};
 use crate::graph::TopicKey;
 use crate::names;
 use crate::qos::RequestQos;
+use crate::stats::{StatsTable, TopicCounters};
 use crate::RosError;
-
-/// Counts of one topic.
-#[derive(Debug, Default)]
-pub struct TopicCounters {
-    /// Samples taken from DDS (before the sink; the sink counts its drops
-    /// on the channel).
-    pub received: AtomicU64,
-    /// Samples DDS reports lost before they reached edgerec's reader
-    /// (`SAMPLE_LOST`: a gap in a reliable stream, or a best-effort
-    /// fragment missing).
-    pub lost: AtomicU64,
-    /// Samples DDS refused for the reader's resource limits
-    /// (`SAMPLE_REJECTED`).
-    pub rejected: AtomicU64,
-    /// Samples a remade reader received a second time and skipped.
-    pub duplicates: AtomicU64,
-}
-
-/// A snapshot of one topic's counts.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TopicStats {
-    /// The topic.
-    pub topic: String,
-    /// Its type.
-    pub type_name: String,
-    /// Samples received.
-    pub received: u64,
-    /// Lost upstream (DDS `SAMPLE_LOST`).
-    pub lost_upstream: u64,
-    /// Rejected upstream (DDS `SAMPLE_REJECTED`).
-    pub rejected_upstream: u64,
-}
-
-/// Every topic's counts, the warnings and the listed topics not seen yet.
-#[derive(Debug, Default)]
-pub struct StatsTable {
-    topics: Mutex<BTreeMap<TopicKey, Arc<TopicCounters>>>,
-    warnings: Mutex<Vec<String>>,
-    missing: Mutex<Vec<String>>,
-}
-
-impl StatsTable {
-    fn counters(&self, key: &TopicKey) -> Arc<TopicCounters> {
-        let mut t = self.topics.lock().unwrap_or_else(|p| p.into_inner());
-        t.entry(key.clone()).or_default().clone()
-    }
-
-    pub(super) fn warn(&self, w: String) {
-        let mut v = self.warnings.lock().unwrap_or_else(|p| p.into_inner());
-        if !v.contains(&w) {
-            if v.len() >= 32 {
-                v.remove(0);
-            }
-            v.push(w);
-        }
-    }
-
-    pub(super) fn set_missing(&self, m: Vec<String>) {
-        *self.missing.lock().unwrap_or_else(|p| p.into_inner()) = m;
-    }
-
-    /// Every topic's counts.
-    pub fn snapshot(&self) -> Vec<TopicStats> {
-        let t = self.topics.lock().unwrap_or_else(|p| p.into_inner());
-        t.iter()
-            .map(|(k, c)| TopicStats {
-                topic: k.topic.clone(),
-                type_name: k.type_name.clone(),
-                received: c.received.load(Ordering::Relaxed),
-                lost_upstream: c.lost.load(Ordering::Relaxed),
-                rejected_upstream: c.rejected.load(Ordering::Relaxed),
-            })
-            .collect()
-    }
-
-    /// The latest warnings (QoS mismatches, unknown types, two types on a
-    /// topic), oldest first.
-    pub fn warnings(&self) -> Vec<String> {
-        self.warnings
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-    }
-
-    /// Topics named in the selection that no publisher offers yet.
-    pub fn missing(&self) -> Vec<String> {
-        self.missing
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
-    }
-}
 
 /// What a reader's listener works with; lives in a Box whose address is
 /// the listener's argument, freed only after the reader is deleted.
