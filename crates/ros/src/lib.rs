@@ -10,7 +10,9 @@
 //! does.
 #![deny(missing_docs)]
 
+pub mod cdr_reader;
 pub mod channels;
+pub mod control;
 #[cfg(feature = "dds")]
 pub mod dds;
 pub mod graph;
