@@ -15,6 +15,7 @@ pub mod channels;
 pub mod control;
 #[cfg(feature = "dds")]
 pub mod dds;
+pub mod diagnostics;
 pub mod graph;
 pub mod names;
 pub mod options;
