@@ -22,6 +22,7 @@ pub mod options;
 pub mod overrides;
 pub mod qos;
 pub mod selection;
+pub mod services;
 
 pub use options::RosOptions;
 pub use selection::{SelectionOptions, TopicSelection};
