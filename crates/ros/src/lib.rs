@@ -16,6 +16,7 @@ pub mod control;
 #[cfg(feature = "dds")]
 pub mod dds;
 pub mod diagnostics;
+pub mod discovery_info;
 pub mod graph;
 pub mod names;
 pub mod options;
