@@ -13,9 +13,13 @@
 //! without gaps or copies ([`overlap`]).
 #![deny(missing_docs)]
 
+pub mod cdr_reader;
 pub mod channels;
+pub mod control;
 #[cfg(feature = "dds")]
 pub mod dds;
+pub mod diagnostics;
+pub mod discovery_info;
 pub mod graph;
 pub mod names;
 pub mod options;
@@ -26,6 +30,7 @@ pub mod qos;
 #[cfg(feature = "r2r")]
 pub mod r2r;
 pub mod selection;
+pub mod services;
 pub mod setup;
 pub mod stats;
 

@@ -1,0 +1,346 @@
+//! The commands an operator gives a running recorder: pause, resume,
+//! split, is-paused and trigger. One model serves both ways in: the ROS 2
+//! services ([`crate::services`]: rosbag2's `~/pause`, `~/resume`,
+//! `~/is_paused`, `~/split_bagfile` and edgerec's `~/trigger`) and the
+//! local control socket that `edgerec ctl` talks to. Its text form is what
+//! `edgerec ctl` takes after `ctl`, one command a line:
+//!
+//! ```text
+//! pause | resume | split | is-paused | trigger [--reason TEXT]
+//! ```
+//!
+//! ```
+//! use edgerec_ros::control::Command;
+//!
+//! let c: Command = "trigger --reason door opened".parse().unwrap();
+//! assert_eq!(c, Command::Trigger { reason: "door opened".into() });
+//! assert_eq!(c.to_string(), "trigger --reason door opened");
+//! assert_eq!(Command::from_args(["split"]).unwrap(), Command::Split);
+//! ```
+
+use std::fmt;
+use std::str::FromStr;
+
+/// One operator command.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Command {
+    /// Stop writing messages; sources keep running (rosbag2 `~/pause`).
+    Pause,
+    /// Write messages again (rosbag2 `~/resume`).
+    Resume,
+    /// Ask whether recording is paused (rosbag2 `~/is_paused`).
+    IsPaused,
+    /// Close the current file and go on in a new one (rosbag2
+    /// `~/split_bagfile`).
+    Split,
+    /// Mark an event worth keeping (edgerec `~/trigger`).
+    Trigger {
+        /// Why, in the operator's words; empty when none was given. Never
+        /// holds a line break, nor white space at either end.
+        reason: String,
+    },
+}
+
+/// The words of the text form, in the order `edgerec ctl --help` lists them.
+pub const VERBS: [&str; 5] = ["pause", "resume", "split", "is-paused", "trigger"];
+
+/// Why a command's text was not understood.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ControlError {
+    /// No command at all.
+    #[error("no command given (one of: {})", VERBS.join(", "))]
+    Empty,
+    /// The first word is not a command.
+    #[error("unknown command {word:?} (one of: {})", VERBS.join(", "))]
+    UnknownCommand {
+        /// The word.
+        word: String,
+    },
+    /// A command got an argument it does not take.
+    #[error("{command} does not take {arg:?}")]
+    UnexpectedArgument {
+        /// The command's word.
+        command: &'static str,
+        /// The argument.
+        arg: String,
+    },
+    /// `--reason` with no text after it.
+    #[error("trigger --reason needs a text")]
+    MissingReason,
+    /// A line break in the command (the socket carries one command a line).
+    #[error("a command is one line; the text holds a line break")]
+    LineBreak,
+}
+
+impl Command {
+    /// The command's word in the text form (`is-paused`).
+    pub fn verb(&self) -> &'static str {
+        match self {
+            Command::Pause => "pause",
+            Command::Resume => "resume",
+            Command::IsPaused => "is-paused",
+            Command::Split => "split",
+            Command::Trigger { .. } => "trigger",
+        }
+    }
+
+    /// A trigger, its reason trimmed; refuses a reason with a line break.
+    pub fn trigger(reason: &str) -> Result<Command, ControlError> {
+        if reason.contains(['\n', '\r']) {
+            return Err(ControlError::LineBreak);
+        }
+        Ok(Command::Trigger {
+            reason: reason.trim().to_owned(),
+        })
+    }
+
+    /// The command from its words, as the shell split them after
+    /// `edgerec ctl`: `["trigger", "--reason", "door opened"]`. `--reason`
+    /// also takes its text joined with `=`.
+    pub fn from_args<I, S>(args: I) -> Result<Command, ControlError>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<str>,
+    {
+        let mut args = args.into_iter();
+        let verb = args.next().ok_or(ControlError::Empty)?;
+        let mut command = parse_verb(verb.as_ref())?;
+        let mut reason_given = false;
+        while let Some(arg) = args.next() {
+            let arg = arg.as_ref();
+            let reason = match (&command, arg.strip_prefix("--reason")) {
+                (Command::Trigger { .. }, Some("")) if !reason_given => args
+                    .next()
+                    .ok_or(ControlError::MissingReason)?
+                    .as_ref()
+                    .to_owned(),
+                (Command::Trigger { .. }, Some(joined)) if !reason_given => {
+                    match joined.strip_prefix('=') {
+                        Some(text) => text.to_owned(),
+                        None => return Err(unexpected(&command, arg)),
+                    }
+                }
+                _ => return Err(unexpected(&command, arg)),
+            };
+            command = Command::trigger(&reason)?;
+            reason_given = true;
+        }
+        Ok(command)
+    }
+}
+
+fn parse_verb(word: &str) -> Result<Command, ControlError> {
+    Ok(match word {
+        "pause" => Command::Pause,
+        "resume" => Command::Resume,
+        "split" => Command::Split,
+        "is-paused" => Command::IsPaused,
+        "trigger" => Command::Trigger {
+            reason: String::new(),
+        },
+        "" => return Err(ControlError::Empty),
+        _ => {
+            return Err(ControlError::UnknownCommand {
+                word: word.to_owned(),
+            })
+        }
+    })
+}
+
+fn unexpected(command: &Command, arg: &str) -> ControlError {
+    ControlError::UnexpectedArgument {
+        command: command.verb(),
+        arg: arg.to_owned(),
+    }
+}
+
+impl FromStr for Command {
+    type Err = ControlError;
+
+    /// One line of the text form: the command's word, then for `trigger`
+    /// optionally `--reason` and the rest of the line as the reason (kept
+    /// as written inside, trimmed at the ends). White space around the
+    /// line is ignored.
+    fn from_str(line: &str) -> Result<Command, ControlError> {
+        if line.contains(['\n', '\r']) {
+            return Err(ControlError::LineBreak);
+        }
+        let line = line.trim();
+        let (verb, rest) = line
+            .split_once(char::is_whitespace)
+            .map_or((line, ""), |(v, r)| (v, r.trim_start()));
+        let command = parse_verb(verb)?;
+        if rest.is_empty() {
+            return Ok(command);
+        }
+        match (&command, rest.strip_prefix("--reason")) {
+            (Command::Trigger { .. }, Some("")) => Err(ControlError::MissingReason),
+            (Command::Trigger { .. }, Some(text)) if text.starts_with([' ', '\t', '=']) => {
+                Command::trigger(&text[1..])
+            }
+            _ => Err(unexpected(&command, rest)),
+        }
+    }
+}
+
+impl fmt::Display for Command {
+    /// The one-line text form; it parses back to the same command.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Command::Trigger { reason } if !reason.is_empty() => {
+                write!(f, "trigger --reason {reason}")
+            }
+            c => f.write_str(c.verb()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn trigger(reason: &str) -> Command {
+        Command::Trigger {
+            reason: reason.into(),
+        }
+    }
+
+    #[test]
+    fn every_verb_parses_from_a_line_and_from_args() {
+        let all = [
+            Command::Pause,
+            Command::Resume,
+            Command::Split,
+            Command::IsPaused,
+            trigger(""),
+        ];
+        for (verb, c) in VERBS.iter().zip(&all) {
+            assert_eq!(verb.parse::<Command>().unwrap(), *c);
+            assert_eq!(Command::from_args([verb]).unwrap(), *c);
+            assert_eq!(c.verb(), *verb);
+            assert_eq!(c.to_string(), *verb);
+        }
+    }
+
+    #[test]
+    fn trigger_reasons() {
+        for line in [
+            "trigger --reason door opened",
+            "  trigger   --reason   door opened  ",
+            "trigger --reason=door opened",
+            "trigger\t--reason\tdoor opened",
+        ] {
+            assert_eq!(
+                line.parse::<Command>().unwrap(),
+                trigger("door opened"),
+                "{line:?}"
+            );
+        }
+        // Spacing inside the reason is kept.
+        assert_eq!(
+            "trigger --reason a  b".parse::<Command>().unwrap(),
+            trigger("a  b")
+        );
+        assert_eq!(
+            Command::from_args(["trigger", "--reason", " door opened "]).unwrap(),
+            trigger("door opened")
+        );
+        assert_eq!(
+            Command::from_args(["trigger", "--reason=x=y"]).unwrap(),
+            trigger("x=y")
+        );
+        assert_eq!(
+            Command::from_args(["trigger", "--reason", ""]).unwrap(),
+            trigger("")
+        );
+    }
+
+    #[test]
+    fn display_round_trips() {
+        for c in [
+            Command::Pause,
+            Command::IsPaused,
+            trigger(""),
+            trigger("x"),
+            trigger("--reason"),
+            trigger("émoji 🚗 and  two spaces"),
+            trigger("a=b --reason c"),
+        ] {
+            let line = c.to_string();
+            assert_eq!(line.parse::<Command>().unwrap(), c, "{line:?}");
+            let words: Vec<&str> = match line.split_once(" --reason ") {
+                Some((verb, reason)) => vec![verb, "--reason", reason],
+                None => vec![&line],
+            };
+            assert_eq!(Command::from_args(words).unwrap(), c, "{line:?}");
+        }
+    }
+
+    #[test]
+    fn bad_commands_say_why() {
+        let none: [&str; 0] = [];
+        assert_eq!(Command::from_args(none), Err(ControlError::Empty));
+        assert_eq!("".parse::<Command>(), Err(ControlError::Empty));
+        assert_eq!("   ".parse::<Command>(), Err(ControlError::Empty));
+        assert_eq!(
+            "is_paused".parse::<Command>(),
+            Err(ControlError::UnknownCommand {
+                word: "is_paused".into()
+            })
+        );
+        let err = "stop".parse::<Command>().unwrap_err();
+        assert!(err.to_string().contains("is-paused"), "{err}");
+        assert_eq!(
+            "pause now".parse::<Command>(),
+            Err(ControlError::UnexpectedArgument {
+                command: "pause",
+                arg: "now".into()
+            })
+        );
+        assert_eq!(
+            Command::from_args(["split", "--reason", "x"]),
+            Err(ControlError::UnexpectedArgument {
+                command: "split",
+                arg: "--reason".into()
+            })
+        );
+        assert_eq!(
+            "trigger --reason".parse::<Command>(),
+            Err(ControlError::MissingReason)
+        );
+        assert_eq!(
+            Command::from_args(["trigger", "--reason"]),
+            Err(ControlError::MissingReason)
+        );
+        assert_eq!(
+            "trigger --reasonable".parse::<Command>(),
+            Err(ControlError::UnexpectedArgument {
+                command: "trigger",
+                arg: "--reasonable".into()
+            })
+        );
+        assert_eq!(
+            Command::from_args(["trigger", "--reason", "a", "--reason", "b"]),
+            Err(ControlError::UnexpectedArgument {
+                command: "trigger",
+                arg: "--reason".into()
+            })
+        );
+        assert_eq!(
+            Command::from_args(["trigger", "door"]),
+            Err(ControlError::UnexpectedArgument {
+                command: "trigger",
+                arg: "door".into()
+            })
+        );
+        assert_eq!(
+            "trigger --reason a\nb".parse::<Command>(),
+            Err(ControlError::LineBreak)
+        );
+        assert_eq!(
+            Command::from_args(["trigger", "--reason", "a\r\nb"]),
+            Err(ControlError::LineBreak)
+        );
+        assert_eq!("pause\n".parse::<Command>(), Err(ControlError::LineBreak));
+    }
+}
