@@ -406,6 +406,7 @@ fn recording_view(rec: &RecorderStatus, realtime_priority: u8) -> RecordingView 
                 written: c.written,
                 dropped: c.dropped,
                 lost: c.lost,
+                upstream_lost: c.upstream_lost,
             })
             .collect(),
         sources: rec

@@ -3,6 +3,10 @@
 //! Read-only: what a bag directory holds and how its `metadata.yaml` is
 //! rebuilt live in [`crate::bag`].
 
+/// The `edgerec.drops` key prefix of a topic's upstream losses
+/// (`upstream_lost /imu`); the plain topic key is edgerec's own drops.
+pub const UPSTREAM_LOST_PREFIX: &str = "upstream_lost ";
+
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -76,6 +80,9 @@ pub struct BagInfo {
     pub compressions: Vec<String>,
     /// Drops recorded in the files (`edgerec.drops`), per topic.
     pub drops: BTreeMap<String, u64>,
+    /// Messages lost before they reached edgerec, as the transport reported
+    /// them (`edgerec.drops` keys `upstream_lost <topic>`), per topic.
+    pub upstream_lost: BTreeMap<String, u64>,
 }
 
 /// Reads the summaries of a file or of every segment of a bag directory.
@@ -121,8 +128,12 @@ pub fn inspect(path: &Path) -> Result<BagInfo, FormatError> {
                         }
                     }
                     if let Some(d) = s.metadata.get("edgerec.drops") {
-                        for (topic, n) in d {
-                            let total = info.drops.entry(topic.clone()).or_insert(0);
+                        for (key, n) in d {
+                            let (map, topic) = match key.strip_prefix(UPSTREAM_LOST_PREFIX) {
+                                Some(topic) => (&mut info.upstream_lost, topic),
+                                None => (&mut info.drops, key.as_str()),
+                            };
+                            let total = map.entry(topic.to_owned()).or_insert(0);
                             *total = total.saturating_add(n.parse::<u64>().unwrap_or(0));
                         }
                     }
@@ -255,6 +266,16 @@ impl fmt::Display for BagInfo {
         )?;
         let total_drops = self.drops.values().fold(0u64, |a, &n| a.saturating_add(n));
         writeln!(f, "Dropped:           {total_drops}")?;
+        if !self.upstream_lost.is_empty() {
+            let lost = self
+                .upstream_lost
+                .values()
+                .fold(0u64, |a, &n| a.saturating_add(n));
+            writeln!(
+                f,
+                "Lost upstream:     {lost} (reported by the transport, before edgerec)"
+            )?;
+        }
         write!(f, "Topic information: ")?;
         if self.topics.is_empty() {
             writeln!(f)?;
@@ -270,9 +291,13 @@ impl fmt::Display for BagInfo {
                 "-".into()
             };
             let drops = self.drops.get(name).copied().unwrap_or(0);
+            let upstream = match self.upstream_lost.get(name) {
+                Some(n) => format!(" | Lost upstream: {n}"),
+                None => String::new(),
+            };
             writeln!(
                 f,
-                "Topic: {name:<w$} | Type: {} | Count: {} | Frequency: {hz} | Dropped: {drops} | Serialization Format: {}",
+                "Topic: {name:<w$} | Type: {} | Count: {} | Frequency: {hz} | Dropped: {drops}{upstream} | Serialization Format: {}",
                 t.type_name, t.count, t.serialization
             )?;
         }

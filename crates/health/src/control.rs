@@ -79,6 +79,8 @@ pub struct ChannelCounts {
     pub dropped: u64,
     /// Lost to a storage failure.
     pub lost: u64,
+    /// Lost before reaching edgerec, as the transport reports it.
+    pub upstream_lost: u64,
 }
 
 /// Reads the recorder; see [`RecordingView`].
@@ -321,6 +323,7 @@ impl Control {
                     written: c.written,
                     dropped: c.dropped,
                     lost: c.lost,
+                    upstream_lost: c.upstream_lost,
                 }
             })
             .collect();

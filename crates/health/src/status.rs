@@ -159,6 +159,10 @@ pub struct ChannelStatus {
     pub dropped: u64,
     /// Accepted messages lost with a storage failure.
     pub lost: u64,
+    /// Messages lost before they reached edgerec, as the source's transport
+    /// reports it (DDS `SAMPLE_LOST` and `SAMPLE_REJECTED`): not edgerec's
+    /// drops, but missing from the recording all the same.
+    pub upstream_lost: u64,
 }
 
 /// A metric family's origin, or why it has none.
@@ -869,13 +873,14 @@ pub fn render_text(v: &Value) -> String {
     for ch in channels.into_iter().flatten() {
         let g = |k: &str| ch.get(k);
         line(format!(
-            "  {:<28} {:>9.1} Hz {:>8.2} MB/s  written {:>9}  dropped {:>6}  lost {:>4}  {}",
+            "  {:<28} {:>9.1} Hz {:>8.2} MB/s  written {:>9}  dropped {:>6}  lost {:>4}  upstream {:>4}  {}",
             g("topic").and_then(Value::as_str).unwrap_or("-"),
             g("rate_hz").and_then(Value::as_f64).unwrap_or(0.0),
             g("mb_s").and_then(Value::as_f64).unwrap_or(0.0),
             g("written").and_then(Value::as_u64).unwrap_or(0),
             g("dropped").and_then(Value::as_u64).unwrap_or(0),
             g("lost").and_then(Value::as_u64).unwrap_or(0),
+            g("upstream_lost").and_then(Value::as_u64).unwrap_or(0),
             g("type_name").and_then(Value::as_str).unwrap_or("")
         ));
     }

@@ -133,6 +133,7 @@ impl StatusHandle {
                     accepted: c.counters.accepted.load(Ordering::Relaxed),
                     dropped: c.counters.dropped.load(Ordering::Relaxed),
                     lost: c.counters.lost.load(Ordering::Relaxed),
+                    upstream_lost: c.counters.upstream_lost.load(Ordering::Relaxed),
                     written: c.counters.written.load(Ordering::Relaxed),
                     bytes: c.counters.bytes.load(Ordering::Relaxed),
                 })

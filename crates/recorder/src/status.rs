@@ -47,6 +47,9 @@ pub struct ChannelStatus {
     pub dropped: u64,
     /// Accepted but lost to a storage failure.
     pub lost: u64,
+    /// Lost before reaching edgerec, as the source's transport reports it
+    /// (DDS `SAMPLE_LOST`/`SAMPLE_REJECTED`).
+    pub upstream_lost: u64,
     /// Written into a file.
     pub written: u64,
     /// Payload bytes accepted.

@@ -81,3 +81,88 @@ time.sleep(0.5)
     }
     assert!(sup.stop(Duration::from_secs(5)).not_stopped.is_empty());
 }
+
+#[test]
+fn a_topic_published_with_two_types_is_two_channels() {
+    if let Some(why) = netns::skip_reason() {
+        println!("SKIP a_topic_published_with_two_types_is_two_channels: {why}");
+        return;
+    }
+    let ns = Netns::new();
+    ns.enter();
+    let intake = Intake::new(1024, MemoryBudget::new(64 << 20), Arc::new(SystemClock));
+    let opts = RosOptions {
+        selection: SelectionOptions {
+            topics: vec!["/dual".into()],
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let src = DdsSource::new(opts, Arc::new(EmbeddedDefinitions)).unwrap();
+    let stats = src.stats();
+    let sup = Supervisor::start(
+        &intake,
+        vec![Box::new(src)],
+        SupervisorOptions::default(),
+        Box::new(|| {}),
+    )
+    .unwrap();
+    let publish = |ty: &str| {
+        ns.command(netns::python())
+            .arg(netns::ros2peer())
+            .args([
+                "publish", "--topic", "/dual", "--type", ty, "--count", "20", "--rate", "50",
+            ])
+            .args([
+                "--wait-readers",
+                "1",
+                "--wait-timeout",
+                "20",
+                "--depth",
+                "0",
+                "--linger",
+                "0.5",
+            ])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let mut a = publish("std_msgs/msg/String");
+    let mut b = publish("sensor_msgs/msg/Imu");
+    assert!(a.wait().unwrap().success() && b.wait().unwrap().success());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let counts = loop {
+        let mut c: Vec<(String, u64)> = intake
+            .table()
+            .all()
+            .iter()
+            .map(|c| {
+                (
+                    c.spec.type_name.clone(),
+                    c.counters.accepted.load(Ordering::Relaxed),
+                )
+            })
+            .collect();
+        c.sort();
+        if c.iter().map(|x| x.1).sum::<u64>() >= 40 || Instant::now() > deadline {
+            break c;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(
+        counts,
+        [
+            ("sensor_msgs/msg/Imu".to_owned(), 20),
+            ("std_msgs/msg/String".to_owned(), 20)
+        ]
+    );
+    assert!(
+        stats
+            .warnings()
+            .iter()
+            .any(|w| w.contains("separate channels")),
+        "{:?}",
+        stats.warnings()
+    );
+    assert!(sup.stop(Duration::from_secs(5)).not_stopped.is_empty());
+}

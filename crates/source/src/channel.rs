@@ -59,6 +59,11 @@ pub struct ChannelCounters {
     pub written: AtomicU64,
     /// Messages accepted but lost before reaching a file (storage failed).
     pub lost: AtomicU64,
+    /// Messages the source's own transport says it lost before they
+    /// reached edgerec (DDS `SAMPLE_LOST` and `SAMPLE_REJECTED`); set by
+    /// the source, not counted in [`missing`](Self::missing), which is
+    /// edgerec's own.
+    pub upstream_lost: AtomicU64,
 }
 
 impl ChannelCounters {

@@ -3,15 +3,17 @@
 /// Registration refused.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
 pub enum RegisterError {
-    /// The topic is registered with another type, encoding or schema.
-    #[error("topic {topic} is already recorded as {registered}; it cannot also be {declared} (one type per topic in a recording)")]
-    TopicTypeConflict {
+    /// The topic is registered with this type already, with another
+    /// encoding or schema (a topic published with two *types* is two
+    /// channels; one type with two definitions cannot be told apart).
+    #[error("topic {topic} ({type_name}) is already recorded with another {what}; a type's messages need one definition in a recording")]
+    SchemaConflict {
         /// The topic.
         topic: String,
-        /// The type it was registered with first.
-        registered: String,
-        /// The type of the refused declaration.
-        declared: String,
+        /// Its type.
+        type_name: String,
+        /// What differs: `schema`, `schema encoding` or `message encoding`.
+        what: &'static str,
     },
     /// MCAP channel ids are u16; 0 and 65535 are not used.
     #[error("more than 65534 channels: {topic} cannot be recorded")]

@@ -161,6 +161,17 @@ impl SourceSink {
         !self.intake.is_paused() && self.intake.budget.has_room(bytes)
     }
 
+    /// Reports how many messages of `channel` its transport has lost so
+    /// far, before they reached the source (a running total; a smaller
+    /// value than the last one is ignored).
+    pub fn set_upstream_lost(&self, channel: ChannelId, total: u64) {
+        if let Some(ch) = self.intake.table.get(channel) {
+            ch.counters
+                .upstream_lost
+                .fetch_max(total, Ordering::Relaxed);
+        }
+    }
+
     /// Pushes an envelope; never blocks. On failure the message is counted
     /// as dropped on its channel (or, for an unknown id, on the table) and
     /// the returned reason says why.

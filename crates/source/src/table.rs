@@ -31,7 +31,7 @@ pub struct ChannelTable {
     /// Ids 1..=count are published.
     count: AtomicUsize,
     /// topic -> id; held only while registering.
-    topics: Mutex<BTreeMap<String, ChannelId>>,
+    topics: Mutex<BTreeMap<(String, String), ChannelId>>,
     queue_capacity: usize,
     /// Pushes that named a channel id no source registered.
     unknown: AtomicU64,
@@ -50,23 +50,34 @@ impl ChannelTable {
         }
     }
 
-    /// Declares a channel and returns its id. Declaring a topic again with
-    /// the same data ([`ChannelSpec::same_data`]) returns the id it has: a
-    /// source restarted after a failure, or a second thread of a source,
-    /// gets the same channel. The same topic with another type is refused.
+    /// Declares a channel and returns its id. A channel is a topic and a
+    /// type: the same topic with another type is another channel (a ROS 2
+    /// topic published with two types is recorded as two, never mixed).
+    /// Declaring a topic and type again with the same data
+    /// ([`ChannelSpec::same_data`]) returns the id it has: a source
+    /// restarted after a failure, or a second thread of a source, gets the
+    /// same channel; with another schema or encoding it is refused.
     pub fn register(&self, spec: ChannelSpec) -> Result<ChannelId, RegisterError> {
         let mut topics = self.topics.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some(&id) = topics.get(&spec.topic) {
+        let key = (spec.topic.clone(), spec.type_name.clone());
+        if let Some(&id) = topics.get(&key) {
             let existing = self
                 .get(id)
                 .expect("an id in the topic index is published before the lock is released");
             if existing.spec.same_data(&spec) {
                 return Ok(id);
             }
-            return Err(RegisterError::TopicTypeConflict {
+            let what = if existing.spec.message_encoding != spec.message_encoding {
+                "message encoding"
+            } else if existing.spec.schema_encoding != spec.schema_encoding {
+                "schema encoding"
+            } else {
+                "schema"
+            };
+            return Err(RegisterError::SchemaConflict {
                 topic: spec.topic,
-                registered: existing.spec.type_name.clone(),
-                declared: spec.type_name,
+                type_name: spec.type_name,
+                what,
             });
         }
         let n = self.count.load(Ordering::Acquire) + 1;
@@ -77,7 +88,7 @@ impl ChannelTable {
         let block =
             self.blocks[n / BLOCK].get_or_init(|| (0..BLOCK).map(|_| OnceLock::new()).collect());
         tracing::debug!("channel {} is {} ({})", id.0, spec.topic, spec.type_name);
-        topics.insert(spec.topic.clone(), id);
+        topics.insert(key, id);
         let channel = Arc::new(Channel {
             id,
             spec,
@@ -158,14 +169,21 @@ mod tests {
             t.get(a).unwrap().spec.metadata.is_empty(),
             "first spec kept"
         );
-        let err = t.register(spec("/a", "std_msgs/msg/String")).unwrap_err();
+        // Another type on the same topic: another channel.
+        let c = t.register(spec("/a", "std_msgs/msg/String")).unwrap();
+        assert_eq!(c, ChannelId(3));
+        assert_eq!(t.register(spec("/a", "std_msgs/msg/String")).unwrap(), c);
+        // The same type with another definition: refused.
+        let mut other = spec("/a", "std_msgs/msg/Int32");
+        other.schema = b"int64 x\n".to_vec();
+        let err = t.register(other).unwrap_err();
         assert!(
-            matches!(err, RegisterError::TopicTypeConflict { .. }),
+            matches!(err, RegisterError::SchemaConflict { what: "schema", .. }),
             "{err}"
         );
-        assert_eq!(t.len(), 2);
+        assert_eq!(t.len(), 3);
         assert!(t.get(ChannelId(0)).is_none());
-        assert!(t.get(ChannelId(3)).is_none());
+        assert!(t.get(ChannelId(4)).is_none());
         assert!(t.get(ChannelId(u16::MAX)).is_none());
     }
 

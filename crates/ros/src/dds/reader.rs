@@ -178,9 +178,13 @@ impl TopicReader {
         let (lost, rejected) = ffi::loss_counts(self.reader);
         *self.polled.lock().unwrap_or_else(|p| p.into_inner()) = (lost, rejected);
         // SAFETY: ctx is alive while self is.
-        let c = &unsafe { &*self.ctx }.counters;
-        c.lost.store(self.base.0 + lost, Ordering::Relaxed);
-        c.rejected.store(self.base.1 + rejected, Ordering::Relaxed);
+        let ctx = unsafe { &*self.ctx };
+        let c = &ctx.counters;
+        let (lost, rejected) = (self.base.0 + lost, self.base.1 + rejected);
+        c.lost.store(lost, Ordering::Relaxed);
+        c.rejected.store(rejected, Ordering::Relaxed);
+        // On the channel too: the status and each file's edgerec.drops.
+        ctx.sink.set_upstream_lost(ctx.channel, lost + rejected);
     }
 
     /// Why the listener failed, if it did.
