@@ -411,7 +411,7 @@ fn start_and_record(
         }
     };
     let session = Session {
-        ros,
+        ros: ros.map(|r| r.with_health(ros::health_feed(daemon.board.clone()))),
         dir: session_dir,
     };
     match record(cfg, daemon, session, limit, report_json, quiet) {

@@ -75,3 +75,29 @@ pub fn source(cfg: &Config) -> anyhow::Result<Option<DdsSource>> {
     let defs = PathDefinitions(DefinitionResolver::new(opts.msg_paths.clone()));
     Ok(Some(DdsSource::new(opts, Arc::new(defs))?))
 }
+
+/// What the ROS source publishes on `/diagnostics` and `/edgerec/status`:
+/// the status board's latest snapshot.
+pub fn health_feed(board: edgerec_health::status::StatusBoard) -> edgerec_ros::health::HealthFeed {
+    Arc::new(move || {
+        let json = board.json();
+        if json.is_empty() {
+            return None;
+        }
+        let diagnostics = board
+            .diagnostics()
+            .iter()
+            .map(|d| edgerec_ros::health::Diagnostic {
+                level: d.level,
+                name: d.name.clone(),
+                message: d.message.clone(),
+                hardware_id: d.hardware_id.clone(),
+                values: d.values.clone(),
+            })
+            .collect();
+        Some(edgerec_ros::health::HealthReport {
+            diagnostics,
+            status_json: json.to_string(),
+        })
+    })
+}

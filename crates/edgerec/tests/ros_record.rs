@@ -94,6 +94,34 @@ fn record_all_from_live_publishers() {
         .spawn()
         .unwrap();
 
+    // The recorder's own health on ROS 2, as a ROS tool would see it.
+    let subscribe = |topic: &str, ty: &str, out: &Path| {
+        ns.command(netns::python())
+            .arg(netns::ros2peer())
+            .args([
+                "subscribe",
+                "--topic",
+                topic,
+                "--type",
+                ty,
+                "--duration",
+                "8",
+                "--out",
+            ])
+            .arg(out)
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let diag_out = tmp.path().join("diagnostics.jsonl");
+    let status_out = tmp.path().join("status_topic.jsonl");
+    let diag = subscribe(
+        "/diagnostics",
+        "diagnostic_msgs/msg/DiagnosticArray",
+        &diag_out,
+    );
+    let status_sub = subscribe("/edgerec/status", "std_msgs/msg/String", &status_out);
+
     // Reliable IMU at 100 Hz for 10 s, waiting for edgerec's reader first.
     let imu = publisher(
         &ns,
@@ -194,6 +222,8 @@ fn record_all_from_live_publishers() {
         (scan, "status"),
         (late, "late"),
         (custom, "custom"),
+        (diag, "/diagnostics subscriber"),
+        (status_sub, "/edgerec/status subscriber"),
     ] {
         wait_ok(c, what, Duration::from_secs(60));
     }
@@ -212,6 +242,43 @@ fn record_all_from_live_publishers() {
         "the unknown type is reported"
     );
     wait_ok(tf, "tf_static", Duration::from_secs(30));
+
+    // /diagnostics at 1 Hz: over the subscriber's 8 s, at least 6 arrays
+    // (the first can come a second after the subscriber starts), about a
+    // second apart, each with the recorder's own status.
+    let lines = |p: &Path| -> Vec<serde_json::Value> {
+        std::fs::read_to_string(p)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let diag = lines(&diag_out);
+    assert!(diag.len() >= 6, "{} /diagnostics arrays in 8 s", diag.len());
+    let t: Vec<f64> = diag
+        .iter()
+        .map(|d| d["recv_ns"].as_f64().unwrap() / 1e9)
+        .collect();
+    let mut gaps: Vec<f64> = t.windows(2).map(|w| w[1] - w[0]).collect();
+    gaps.sort_by(f64::total_cmp);
+    let median = gaps[gaps.len() / 2];
+    assert!((0.8..=1.2).contains(&median), "median gap {median:.2} s");
+    let first = diag[0]["decoded"].to_string();
+    assert!(first.contains("edgerec: recorder"), "{first}");
+    let status = lines(&status_out);
+    assert!(
+        status.len() >= 6,
+        "{} /edgerec/status messages",
+        status.len()
+    );
+    let json: serde_json::Value =
+        serde_json::from_str(status[0]["decoded"]["data"].as_str().unwrap()).unwrap();
+    assert!(json["state"].is_string(), "{json}");
+    println!(
+        "/diagnostics: {} arrays, median gap {median:.2} s; /edgerec/status: {} messages",
+        diag.len(),
+        status.len()
+    );
 
     let check = Command::new(BIN).arg("check").arg(&bag).output().unwrap();
     assert!(

@@ -497,6 +497,7 @@ pub struct StatusBoard {
 struct Published {
     json: Arc<str>,
     prometheus: Arc<str>,
+    diagnostics: Arc<[Diagnostic]>,
 }
 
 impl StatusBoard {
@@ -512,10 +513,22 @@ impl StatusBoard {
             Err(e) => format!("{{\"error\":\"cannot serialize the status: {e}\"}}").into(),
         };
         let prometheus: Arc<str> = snapshot.prometheus().into();
+        let diagnostics: Arc<[Diagnostic]> = snapshot.diagnostics().into();
         let mut p = self.inner.write().unwrap_or_else(PoisonError::into_inner);
         p.json = json.clone();
         p.prometheus = prometheus;
+        p.diagnostics = diagnostics;
         json
+    }
+
+    /// The last snapshot's diagnostics (`/diagnostics`); empty before the
+    /// first.
+    pub fn diagnostics(&self) -> Arc<[Diagnostic]> {
+        self.inner
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .diagnostics
+            .clone()
     }
 
     /// The last snapshot's JSON; empty before the first.

@@ -21,6 +21,7 @@ pub mod dds;
 pub mod diagnostics;
 pub mod discovery_info;
 pub mod graph;
+pub mod health;
 pub mod names;
 pub mod options;
 pub mod overlap;

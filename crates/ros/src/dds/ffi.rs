@@ -308,6 +308,17 @@ pub struct Writer {
 }
 
 impl Writer {
+    /// The writer's GUID (what `ros_discovery_info` lists).
+    pub fn gid(&self) -> Gid {
+        let mut guid = MaybeUninit::<dds_guid_t>::zeroed();
+        // SAFETY: a live writer; `guid` is writable and zeroed is a valid
+        // value if the call fails.
+        unsafe {
+            dds_get_guid(self.entity, guid.as_mut_ptr());
+            guid.assume_init().v
+        }
+    }
+
     /// Writes one serialized sample (encapsulation header included).
     pub fn write(&self, bytes: &[u8]) -> Result<(), RosError> {
         // SAFETY: the writer is live; the iovec points at `bytes` for the
@@ -442,6 +453,12 @@ impl PublicationReader {
             // SAFETY: returning the loan dds_take made, once.
             unsafe { dds_return_loan(self.entity, samples.as_mut_ptr(), n) };
         }
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        delete(self.entity);
     }
 }
 

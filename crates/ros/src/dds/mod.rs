@@ -10,6 +10,7 @@
 //! participant while every other source keeps recording.
 
 mod ffi;
+mod publish;
 mod reader;
 
 use std::collections::HashMap;
@@ -19,6 +20,7 @@ use edgerec_source::{Source, SourceError, SourceSink, Stop};
 
 use crate::channels::{type_hash_from_user_data, Definitions};
 use crate::graph::{Action, Gid, Publication, TopicKey};
+use crate::health::HealthFeed;
 use crate::names;
 use crate::options::RosOptions;
 use crate::setup::RosSetup;
@@ -39,6 +41,7 @@ pub const DEFAULT_CONFIG: &str = "<CycloneDDS><Domain Id=\"any\"><Internal>\
 /// The ROS 2 source on Cyclone DDS.
 pub struct DdsSource {
     setup: RosSetup,
+    health: Option<HealthFeed>,
 }
 
 impl DdsSource {
@@ -47,7 +50,15 @@ impl DdsSource {
     pub fn new(opts: RosOptions, defs: Arc<dyn Definitions>) -> Result<Self, RosError> {
         Ok(DdsSource {
             setup: RosSetup::new(opts, defs)?,
+            health: None,
         })
+    }
+
+    /// Also publish `/diagnostics` and `/edgerec/status` from `feed`, once
+    /// a second, and announce the node in `ros_discovery_info`.
+    pub fn with_health(mut self, feed: HealthFeed) -> Self {
+        self.health = Some(feed);
+        self
     }
 
     /// Per-topic counts (received, lost upstream), for the status.
@@ -73,6 +84,19 @@ impl Source for DdsSource {
         let dp = Participant::new(setup.opts.domain_id, config).map_err(device)?;
         let disco = dp.publication_reader().map_err(device)?;
         let own = dp.gid();
+        let mut health = match &self.health {
+            Some(feed) => Some(
+                publish::HealthPublisher::new(
+                    &dp,
+                    feed.clone(),
+                    &setup.opts.namespace,
+                    &setup.opts.node_name,
+                    setup.opts.qos_style,
+                )
+                .map_err(device)?,
+            ),
+            None => None,
+        };
         let mut graph = setup.graph();
         let mut handles: HashMap<u64, Gid> = HashMap::new();
         let mut readers: HashMap<TopicKey, reader::TopicReader> = HashMap::new();
@@ -160,6 +184,9 @@ impl Source for DdsSource {
                 }
             }
             setup.set_missing(&graph);
+            if let Some(h) = &mut health {
+                h.tick(sink.now_ns()).map_err(device)?;
+            }
             if stop.wait_timeout(setup.opts.discovery_interval) {
                 break;
             }
@@ -167,6 +194,7 @@ impl Source for DdsSource {
         // Readers go before the participant: each deletion waits for its
         // listener to return, then frees what the listener used.
         drop(readers);
+        drop(health);
         drop(disco);
         drop(dp);
         Ok(())
