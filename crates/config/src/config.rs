@@ -350,6 +350,13 @@ section! {
         /// Unix socket serving the status snapshot (`edgerec status`); empty =
         /// none. Default `/run/edgerec/status.sock`.
         status_socket: PathBuf = PathBuf::from("/run/edgerec/status.sock"), path();
+        /// Unix socket (mode 0660) taking `edgerec ctl` commands: pause,
+        /// resume, split, is-paused, trigger; empty = none (default; the
+        /// board's configuration sets `/run/edgerec/control.sock`).
+        control_socket: PathBuf = PathBuf::new(), path();
+        /// Group that may use the control socket (besides its owner); empty
+        /// = the recorder's own group (default).
+        control_group: String = String::new(), string();
         /// Write the status snapshot into the recording as `/edgerec/status`
         /// (std_msgs/String, JSON) at 1 Hz. Default true.
         record_status: bool = true, boolean();

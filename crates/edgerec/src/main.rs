@@ -21,6 +21,7 @@ use edgerec_recorder::{
 use edgerec_source::RecordingClock;
 use edgerec_synthetic::SyntheticSource;
 
+mod controls;
 mod daemon;
 #[cfg(feature = "fault-injection")]
 mod fault_injection;
@@ -114,6 +115,20 @@ enum Cmd {
         #[arg(long)]
         fallback: Option<PathBuf>,
     },
+    /// Give a running recorder a command over its control socket
+    /// (`health.control_socket`): pause, resume, split, is-paused, or
+    /// trigger [--reason TEXT]. Exit 0 when it was carried out.
+    Ctl {
+        /// The configuration file, for `health.control_socket`.
+        #[arg(long, short, default_value = "/data/edgerec/edgerec.toml")]
+        config: PathBuf,
+        /// The control socket (overrides the configuration).
+        #[arg(long)]
+        socket: Option<PathBuf>,
+        /// The command and its arguments.
+        #[arg(required = true, num_args = 1.., allow_hyphen_values = true)]
+        command: Vec<String>,
+    },
     /// Print the version.
     Version,
 }
@@ -193,6 +208,11 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Cmd::Ctl {
+            config,
+            socket,
+            command,
+        } => ctl_cmd(&config, socket.as_deref(), &command),
         Cmd::Version => {
             println!("edgerec {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS
@@ -410,8 +430,13 @@ fn start_and_record(
             return ExitCode::from(1);
         }
     };
+    let controls = edgerec_ros::control::ControlSlot::default();
     let session = Session {
-        ros: ros.map(|r| r.with_health(ros::health_feed(daemon.board.clone()))),
+        controls: controls.clone(),
+        ros: ros.map(|r| {
+            r.with_health(ros::health_feed(daemon.board.clone()))
+                .with_controls(controls)
+        }),
         dir: session_dir,
     };
     match record(cfg, daemon, session, limit, report_json, quiet) {
@@ -436,8 +461,14 @@ enum Ended {
     StageDied,
 }
 
+fn non_empty_path(p: &Path) -> Option<&Path> {
+    (!p.as_os_str().is_empty()).then_some(p)
+}
+
 /// What a recording holds besides the configured synthetic sources.
 struct Session {
+    /// Where the operator's commands find the recorder once it runs.
+    controls: edgerec_ros::control::ControlSlot,
     /// The ROS 2 source, when `[ros]` is on.
     ros: Option<edgerec_ros::dds::DdsSource>,
     /// The bag directory (`edgerec record -o`); else a new one under the root.
@@ -487,6 +518,16 @@ fn record(
             daemon.finish(None, HealthState::Fault);
             return Err(e).context("starting the recording");
         }
+    };
+    let _ = session
+        .controls
+        .set(Arc::new(controls::RecorderControls(rec.status_handle())));
+    let _ctl = match non_empty_path(&cfg.health.control_socket) {
+        Some(p) => Some(
+            controls::serve(p, &cfg.health.control_group, session.controls.clone())
+                .context("health.control_socket")?,
+        ),
+        None => None,
     };
     let mut control = daemon.control(rec.status_handle(), &cfg.recording.root, cfg);
     let mut died = None;
@@ -685,4 +726,53 @@ fn report_to_json(
         })).collect::<Vec<_>>(),
         "unknown_channel_pushes": s.unknown_channel_pushes,
     })
+}
+
+/// `edgerec ctl`: one command to the running recorder, its reply printed.
+fn ctl_cmd(config: &Path, socket: Option<&Path>, args: &[String]) -> ExitCode {
+    let cmd = match edgerec_ros::control::Command::from_args(args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("edgerec ctl: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let path = match socket {
+        Some(s) => s.to_path_buf(),
+        None => match Config::load(config) {
+            Ok(c) if !c.health.control_socket.as_os_str().is_empty() => c.health.control_socket,
+            Ok(_) => {
+                eprintln!(
+                    "edgerec ctl: {} sets no health.control_socket; set one (and restart the recorder) or give --socket",
+                    config.display()
+                );
+                return ExitCode::from(EXIT_CONFIG);
+            }
+            Err(e) => {
+                eprintln!("edgerec ctl: {e}; give --socket PATH");
+                return ExitCode::from(EXIT_CONFIG);
+            }
+        },
+    };
+    match edgerec_health::ctl::send(&path, &cmd.to_string(), Duration::from_secs(5)) {
+        Ok(reply) => {
+            println!("{reply}");
+            let ok = serde_json::from_str::<serde_json::Value>(&reply)
+                .ok()
+                .and_then(|v| v["ok"].as_bool())
+                .unwrap_or(false);
+            if ok {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        Err(e) => {
+            eprintln!(
+                "edgerec ctl: {}: {e} (is the recorder running, and may this user use its control socket?)",
+                path.display()
+            );
+            ExitCode::from(1)
+        }
+    }
 }

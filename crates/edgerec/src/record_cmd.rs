@@ -51,6 +51,10 @@ pub struct RecordArgs {
     /// topics of edgerec's own.
     #[arg(long, short)]
     pub config: Option<PathBuf>,
+    /// Take `edgerec ctl` commands (pause, resume, split) on this Unix
+    /// socket while recording.
+    #[arg(long = "control-socket")]
+    pub control_socket: Option<PathBuf>,
     /// Never print the live status line.
     #[arg(long)]
     pub quiet: bool,
@@ -74,6 +78,9 @@ pub fn config(a: &RecordArgs) -> anyhow::Result<(Config, PathBuf, PathBuf)> {
             (c, PathBuf::from("edgerec record"))
         }
     };
+    if let Some(p) = &a.control_socket {
+        cfg.health.control_socket = p.clone();
+    }
     let r = &mut cfg.ros;
     r.enabled = true;
     if a.all || !a.topics.is_empty() || a.regex.is_some() {

@@ -6,6 +6,7 @@
 #![deny(missing_docs)]
 
 pub mod control;
+pub mod ctl;
 pub mod fault;
 pub mod heartbeat;
 pub mod leds;

@@ -22,4 +22,7 @@ pub(crate) struct PipelineCounters {
     /// The segment being written.
     pub(crate) segment: Mutex<PathBuf>,
     pub(crate) stopping: AtomicBool,
+    /// The operator asked for a split (`edgerec ctl split`, rosbag2's
+    /// `~/split_bagfile`); the sequencer takes it.
+    pub(crate) split_requested: AtomicBool,
 }

@@ -86,6 +86,35 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl StatusHandle {
+    /// Pauses recording (the operator's `pause`): sources keep running and
+    /// their messages are let go, not counted as drops; the open segment
+    /// stays open. Idempotent.
+    pub fn pause(&self) {
+        if !self.intake.is_held() {
+            tracing::info!("recording paused");
+        }
+        self.intake.set_held(true);
+    }
+
+    /// Resumes after [`pause`](Self::pause). Idempotent.
+    pub fn resume(&self) {
+        if self.intake.is_held() {
+            tracing::info!("recording resumed");
+        }
+        self.intake.set_held(false);
+    }
+
+    /// True while paused by the operator.
+    pub fn is_paused(&self) -> bool {
+        self.intake.is_held()
+    }
+
+    /// Closes the open segment and opens the next as soon as it holds a
+    /// chunk of new data (at once when it does).
+    pub fn split(&self) {
+        self.counters.split_requested.store(true, Ordering::Relaxed);
+    }
+
     /// The status now.
     pub fn snapshot(&self) -> RecorderStatus {
         let fault = lock(&self.counters.fault).clone();

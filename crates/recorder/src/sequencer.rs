@@ -203,6 +203,7 @@ impl Sequencer {
                 self.state.next += 1;
                 self.write(s);
             }
+            self.take_split_request();
             if self.state.last_tick.elapsed() >= TICK {
                 self.state.last_tick = Instant::now();
                 self.tick();
@@ -231,13 +232,7 @@ impl Sequencer {
                 .progress
                 .should_split(&self.split, seg.position(), &s.sealed)
             {
-                match self.rotate() {
-                    Ok(()) => {
-                        let at = self.state.t0.elapsed().as_secs_f64();
-                        self.state.out.split_at_seconds.push(at);
-                    }
-                    Err(e) => self.fail(e),
-                }
+                self.split_now();
             }
         }
         if self.segment.is_some() && self.state.space_pause.is_none() {
@@ -317,6 +312,29 @@ impl Sequencer {
 
     /// The periodic work: retention's news, the space pause, reopening
     /// after a failure, the storage writer's sync.
+    /// Closes the open segment and opens the next.
+    fn split_now(&mut self) {
+        match self.rotate() {
+            Ok(()) => {
+                let at = self.state.t0.elapsed().as_secs_f64();
+                self.state.out.split_at_seconds.push(at);
+            }
+            Err(e) => self.fail(e),
+        }
+    }
+
+    /// A split the operator asked for: now, when the open segment holds
+    /// anything new (a segment of nothing but latched repeats is not cut).
+    fn take_split_request(&mut self) {
+        if self.segment.is_some()
+            && self.state.progress.chunks > 0
+            && self.counters.split_requested.swap(false, Ordering::Relaxed)
+        {
+            tracing::info!("split requested");
+            self.split_now();
+        }
+    }
+
     fn tick(&mut self) {
         if let Some(ret) = &mut self.retention {
             while let Ok((path, bytes)) = self.closed_rx.try_recv() {

@@ -344,3 +344,148 @@ mod tests {
         assert_eq!("pause\n".parse::<Command>(), Err(ControlError::LineBreak));
     }
 }
+
+/// What a command acts on: the running recorder, as the binary wires it.
+pub trait Controls: Send + Sync {
+    /// Stop writing messages (sources keep running; nothing counts as a
+    /// drop).
+    fn pause(&self);
+    /// Write messages again.
+    fn resume(&self);
+    /// True while paused.
+    fn is_paused(&self) -> bool;
+    /// Close the open segment and start the next.
+    fn split(&self);
+    /// Mark an event; `Err` says why it was not taken.
+    fn trigger(&self, reason: &str) -> Result<String, String>;
+}
+
+/// The controls, set once the recorder runs (the ROS source starts
+/// before it, and answers "not ready" until then).
+pub type ControlSlot = std::sync::Arc<std::sync::OnceLock<std::sync::Arc<dyn Controls>>>;
+
+/// The outcome of one command, for the socket's JSON line and the ROS
+/// services' responses.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reply {
+    /// The command was carried out.
+    pub ok: bool,
+    /// Paused after the command.
+    pub paused: bool,
+    /// What happened, or why not.
+    pub message: String,
+}
+
+impl Reply {
+    /// One JSON object: `{"ok":true,"paused":false,"message":"..."}`.
+    pub fn json(&self) -> String {
+        let mut m = String::with_capacity(self.message.len() + 2);
+        for c in self.message.chars() {
+            match c {
+                '"' => m.push_str("\\\""),
+                '\\' => m.push_str("\\\\"),
+                c if (c as u32) < 0x20 => m.push_str(&format!("\\u{:04x}", c as u32)),
+                c => m.push(c),
+            }
+        }
+        format!(
+            "{{\"ok\":{},\"paused\":{},\"message\":\"{m}\"}}",
+            self.ok, self.paused
+        )
+    }
+}
+
+/// Carries out `cmd` on `c`.
+pub fn execute(c: &dyn Controls, cmd: &Command) -> Reply {
+    let (ok, message) = match cmd {
+        Command::Pause => {
+            c.pause();
+            (true, "recording paused".to_owned())
+        }
+        Command::Resume => {
+            c.resume();
+            (true, "recording resumed".to_owned())
+        }
+        Command::IsPaused => (
+            true,
+            if c.is_paused() { "paused" } else { "recording" }.to_owned(),
+        ),
+        Command::Split => {
+            c.split();
+            (
+                true,
+                "the open segment is closed at its next chunk".to_owned(),
+            )
+        }
+        Command::Trigger { reason } => match c.trigger(reason) {
+            Ok(m) => (true, m),
+            Err(m) => (false, m),
+        },
+    };
+    Reply {
+        ok,
+        paused: c.is_paused(),
+        message,
+    }
+}
+
+/// Carries out `cmd` with the controls in `slot`, or says they are not
+/// ready yet.
+pub fn execute_in(slot: &ControlSlot, cmd: &Command) -> Reply {
+    match slot.get() {
+        Some(c) => execute(c.as_ref(), cmd),
+        None => Reply {
+            ok: false,
+            paused: false,
+            message: "the recorder is still starting; try again".into(),
+        },
+    }
+}
+
+#[cfg(test)]
+mod controls_tests {
+    use super::*;
+    use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+
+    #[derive(Default)]
+    struct Fake {
+        paused: AtomicBool,
+        splits: AtomicU32,
+    }
+
+    impl Controls for Fake {
+        fn pause(&self) {
+            self.paused.store(true, Ordering::Relaxed);
+        }
+        fn resume(&self) {
+            self.paused.store(false, Ordering::Relaxed);
+        }
+        fn is_paused(&self) -> bool {
+            self.paused.load(Ordering::Relaxed)
+        }
+        fn split(&self) {
+            self.splits.fetch_add(1, Ordering::Relaxed);
+        }
+        fn trigger(&self, _: &str) -> Result<String, String> {
+            Err("no trigger \"configured\"".into())
+        }
+    }
+
+    #[test]
+    fn commands_act_and_reply() {
+        let f = Fake::default();
+        assert!(execute(&f, &Command::Pause).paused);
+        assert!(execute(&f, &Command::IsPaused).paused);
+        assert!(!execute(&f, &Command::Resume).paused);
+        execute(&f, &Command::Split);
+        assert_eq!(f.splits.load(Ordering::Relaxed), 1);
+        let r = execute(&f, &Command::Trigger { reason: "x".into() });
+        assert!(!r.ok);
+        assert_eq!(
+            r.json(),
+            "{\"ok\":false,\"paused\":false,\"message\":\"no trigger \\\"configured\\\"\"}"
+        );
+        let slot: ControlSlot = Default::default();
+        assert!(!execute_in(&slot, &Command::Pause).ok);
+    }
+}

@@ -25,6 +25,9 @@ pub struct Intake {
     /// Recording is paused (disk full, storage failed): pushes are
     /// refused and counted.
     pub(crate) paused: AtomicBool,
+    /// The operator paused recording (`edgerec ctl pause`, rosbag2's
+    /// `~/pause`): pushes are refused and not counted as drops.
+    pub(crate) held: AtomicBool,
     /// The recording is over: pushes are refused and counted.
     pub(crate) closed: AtomicBool,
 }
@@ -43,6 +46,7 @@ impl Intake {
             doorbell: Doorbell::default(),
             clock,
             paused: AtomicBool::new(false),
+            held: AtomicBool::new(false),
             closed: AtomicBool::new(false),
         })
     }
@@ -82,6 +86,20 @@ impl Intake {
     /// True while paused.
     pub fn is_paused(&self) -> bool {
         self.paused.load(Ordering::Relaxed)
+    }
+
+    /// Holds (true) or releases recording on the operator's request: while
+    /// held every push is refused as [`Dropped::Held`](crate::Dropped),
+    /// which is not a drop (nothing was lost that was meant to be kept).
+    /// Independent of [`set_paused`](Self::set_paused), so a disk-full
+    /// pause ending does not end the operator's.
+    pub fn set_held(&self, held: bool) {
+        self.held.store(held, Ordering::Relaxed);
+    }
+
+    /// True while the operator holds recording.
+    pub fn is_held(&self) -> bool {
+        self.held.load(Ordering::Relaxed)
     }
 
     /// Ends the intake: from now on every push is refused with

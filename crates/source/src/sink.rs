@@ -29,6 +29,8 @@ pub enum Dropped {
     QueueFull,
     /// Recording is paused (storage failed or disk full).
     Paused,
+    /// The operator paused recording; not counted as a drop.
+    Held,
     /// The recording has ended.
     Closed,
     /// No channel has this id (counted on the table, not a channel).
@@ -42,6 +44,7 @@ impl Dropped {
             Dropped::Budget => "memory budget spent",
             Dropped::QueueFull => "queue full",
             Dropped::Paused => "recording paused",
+            Dropped::Held => "recording paused by the operator",
             Dropped::Closed => "recording ended",
             Dropped::UnknownChannel => "unknown channel",
         }
@@ -158,7 +161,7 @@ impl SourceSink {
     #[inline]
     pub fn has_room(&self, bytes: u64) -> bool {
         self.alive();
-        !self.intake.is_paused() && self.intake.budget.has_room(bytes)
+        !self.intake.is_paused() && !self.intake.is_held() && self.intake.budget.has_room(bytes)
     }
 
     /// Reports how many messages of `channel` its transport has lost so
@@ -180,6 +183,7 @@ impl SourceSink {
         let channel = env.channel;
         match self.try_push(env) {
             Ok(()) => Ok(()),
+            Err((Dropped::Held, _)) => Err(Dropped::Held),
             Err((why, _)) => {
                 match self.intake.table.get(channel) {
                     Some(ch) => {
@@ -202,6 +206,9 @@ impl SourceSink {
         let Some(ch) = intake.table.get(env.channel) else {
             return Err((Dropped::UnknownChannel, env));
         };
+        if intake.held.load(Ordering::Relaxed) {
+            return Err((Dropped::Held, env));
+        }
         if intake.paused.load(Ordering::Relaxed) {
             return Err((Dropped::Paused, env));
         }

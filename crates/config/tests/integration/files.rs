@@ -102,6 +102,8 @@ fn defaults_are_the_documented_values() {
             stage_deadline: Duration::from_secs(5),
             fault_file: PathBuf::from("/data/edgerec/last-fault.json"),
             status_socket: PathBuf::from("/run/edgerec/status.sock"),
+            control_socket: PathBuf::new(),
+            control_group: String::new(),
             record_status: true,
             record_clock: true,
             prometheus: String::new(),

@@ -153,6 +153,38 @@ impl Participant {
         check(r, || "dds_create_reader".into())
     }
 
+    /// A service endpoint pair as rmw_cyclonedds makes it: a reader on the
+    /// request topic (taken by polling) and a writer on the reply topic,
+    /// both reliable, volatile, keep last 10, carrying `user_data`
+    /// (`serviceid=...;`) so clients see the service as available.
+    pub fn service_endpoints(
+        &self,
+        request_topic: dds_entity_t,
+        reply_topic: dds_entity_t,
+        user_data: &str,
+    ) -> Result<(dds_entity_t, Writer), RosError> {
+        // SAFETY: fresh QoS objects set and deleted here; the participant
+        // and topics are live; dds_qset_userdata copies the bytes.
+        unsafe {
+            let qos = dds_create_qos();
+            set_reliability_durability(qos, Reliability::Reliable, Durability::Volatile);
+            dds_qset_history(qos, dds_history_kind_DDS_HISTORY_KEEP_LAST, 10);
+            dds_qset_userdata(qos, user_data.as_ptr() as *const c_void, user_data.len());
+            let r = dds_create_reader(self.entity, request_topic, qos, ptr::null());
+            let w = dds_create_writer(self.entity, reply_topic, qos, ptr::null());
+            dds_delete_qos(qos);
+            let r = check(r, || "dds_create_reader (service request)".into())?;
+            let w = match check(w, || "dds_create_writer (service reply)".into()) {
+                Ok(w) => w,
+                Err(e) => {
+                    dds_delete(r);
+                    return Err(e);
+                }
+            };
+            Ok((r, Writer { entity: w }))
+        }
+    }
+
     /// A raw-CDR writer on `topic` (reliable, volatile, keep last `depth`).
     pub fn blob_writer(
         &self,

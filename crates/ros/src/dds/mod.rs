@@ -12,6 +12,7 @@
 mod ffi;
 mod publish;
 mod reader;
+mod serve;
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -19,6 +20,7 @@ use std::sync::Arc;
 use edgerec_source::{Source, SourceError, SourceSink, Stop};
 
 use crate::channels::{type_hash_from_user_data, Definitions};
+use crate::control::ControlSlot;
 use crate::graph::{Action, Gid, Publication, TopicKey};
 use crate::health::HealthFeed;
 use crate::names;
@@ -42,6 +44,7 @@ pub const DEFAULT_CONFIG: &str = "<CycloneDDS><Domain Id=\"any\"><Internal>\
 pub struct DdsSource {
     setup: RosSetup,
     health: Option<HealthFeed>,
+    controls: Option<ControlSlot>,
 }
 
 impl DdsSource {
@@ -51,6 +54,7 @@ impl DdsSource {
         Ok(DdsSource {
             setup: RosSetup::new(opts, defs)?,
             health: None,
+            controls: None,
         })
     }
 
@@ -58,6 +62,13 @@ impl DdsSource {
     /// a second, and announce the node in `ros_discovery_info`.
     pub fn with_health(mut self, feed: HealthFeed) -> Self {
         self.health = Some(feed);
+        self
+    }
+
+    /// Also answer rosbag2's recorder services and `~/trigger` with the
+    /// controls `slot` will hold.
+    pub fn with_controls(mut self, slot: ControlSlot) -> Self {
+        self.controls = Some(slot);
         self
     }
 
@@ -92,6 +103,18 @@ impl Source for DdsSource {
                     &setup.opts.namespace,
                     &setup.opts.node_name,
                     setup.opts.qos_style,
+                )
+                .map_err(device)?,
+            ),
+            None => None,
+        };
+        let services = match &self.controls {
+            Some(slot) => Some(
+                serve::Services::new(
+                    &dp,
+                    slot.clone(),
+                    &setup.opts.namespace,
+                    &setup.opts.node_name,
                 )
                 .map_err(device)?,
             ),
@@ -187,6 +210,9 @@ impl Source for DdsSource {
             if let Some(h) = &mut health {
                 h.tick(sink.now_ns()).map_err(device)?;
             }
+            if let Some(s) = &services {
+                s.serve().map_err(device)?;
+            }
             if stop.wait_timeout(setup.opts.discovery_interval) {
                 break;
             }
@@ -195,6 +221,7 @@ impl Source for DdsSource {
         // listener to return, then frees what the listener used.
         drop(readers);
         drop(health);
+        drop(services);
         drop(disco);
         drop(dp);
         Ok(())

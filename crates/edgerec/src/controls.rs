@@ -1,0 +1,63 @@
+//! The operator's commands (`edgerec ctl`, rosbag2's recorder services) on
+//! the running recorder.
+
+use std::sync::Arc;
+
+use edgerec_health::ctl::{Access, CtlHandler, CtlServer};
+use edgerec_recorder::StatusHandle;
+use edgerec_ros::control::{execute_in, Command, ControlSlot, Controls, Reply};
+
+/// The recorder, as the commands see it.
+pub struct RecorderControls(pub StatusHandle);
+
+impl Controls for RecorderControls {
+    fn pause(&self) {
+        self.0.pause();
+    }
+    fn resume(&self) {
+        self.0.resume();
+    }
+    fn is_paused(&self) -> bool {
+        self.0.is_paused()
+    }
+    fn split(&self) {
+        self.0.split();
+    }
+    fn trigger(&self, _reason: &str) -> Result<String, String> {
+        Err("no trigger is configured: this build records continuously (event triggers with pre-roll are not in it yet)".into())
+    }
+}
+
+/// The control socket, serving the commands in `slot`.
+pub fn serve(path: &std::path::Path, group: &str, slot: ControlSlot) -> anyhow::Result<CtlServer> {
+    let gid = if group.is_empty() {
+        None
+    } else {
+        Some(group_id(group)?)
+    };
+    let handler: CtlHandler = Arc::new(move |line: &str| match line.parse::<Command>() {
+        Ok(cmd) => execute_in(&slot, &cmd).json(),
+        Err(e) => Reply {
+            ok: false,
+            paused: false,
+            message: format!("{e}"),
+        }
+        .json(),
+    });
+    Ok(CtlServer::unix(path, Access { gid }, handler)?)
+}
+
+/// The gid of the group named `name`.
+fn group_id(name: &str) -> anyhow::Result<u32> {
+    let c = std::ffi::CString::new(name)
+        .map_err(|_| anyhow::anyhow!("health.control_group {name:?} contains a NUL byte"))?;
+    // SAFETY: getgrnam reads a valid C string; the returned entry is read
+    // at once, before any other call that could overwrite it, on the one
+    // thread that starts the recorder.
+    let gr = unsafe { libc::getgrnam(c.as_ptr()) };
+    if gr.is_null() {
+        anyhow::bail!("health.control_group: no group named {name:?} on this system (add it, or leave the key empty)");
+    }
+    // SAFETY: non-null, pointing at the static entry getgrnam returned.
+    Ok(unsafe { (*gr).gr_gid })
+}

@@ -1,0 +1,231 @@
+//! The operator's commands change the files as they say, on both
+//! surfaces: `edgerec ctl pause|resume|split|is-paused` on the control
+//! socket and rosbag2's recorder services (`/edgerec/pause`, `resume`,
+//! `is_paused`, `split_bagfile`) called by a Python client speaking
+//! rmw_cyclonedds' framing, against `edgerec record` recording a live
+//! 100 Hz publisher in a network namespace of its own.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use edgerec_testkit::netns::{self, Netns};
+
+const BIN: &str = env!("CARGO_BIN_EXE_edgerec");
+
+fn ctl(sock: &Path, args: &[&str]) -> serde_json::Value {
+    let out = Command::new(BIN)
+        .arg("ctl")
+        .arg("--socket")
+        .arg(sock)
+        .args(args)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "edgerec ctl {args:?}: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(text.trim()).unwrap()
+}
+
+fn call(ns: &Netns, service: &str, ty: &str) -> serde_json::Value {
+    let out = ns
+        .command(netns::python())
+        .arg(netns::ros2peer())
+        .args([
+            "call",
+            "--service",
+            service,
+            "--type",
+            ty,
+            "--timeout",
+            "10",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "call {service}: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(text.trim().lines().last().unwrap()).unwrap()
+}
+
+/// Sleeps until `t` after `start`.
+fn at(start: Instant, t: f64) {
+    let due = start + Duration::from_secs_f64(t);
+    if let Some(d) = due.checked_duration_since(Instant::now()) {
+        std::thread::sleep(d);
+    }
+}
+
+#[test]
+fn ctl_and_ros_services_pause_resume_and_split() {
+    if let Some(why) = netns::skip_reason() {
+        println!("SKIP ctl_and_ros_services_pause_resume_and_split: {why}");
+        return;
+    }
+    let Some(py) = edgerec_testkit::python() else {
+        println!("SKIP ctl_and_ros_services_pause_resume_and_split: no Python readers (.venv)");
+        return;
+    };
+    let ns = Netns::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let bag = tmp.path().join("bag");
+    let sock = tmp.path().join("ctl.sock");
+    let record = tmp.path().join("imu.jsonl");
+    let edgerec = ns
+        .command(BIN)
+        .args(["record", "/imu", "-o"])
+        .arg(&bag)
+        .arg("--control-socket")
+        .arg(&sock)
+        .args(["--quiet", "-p", "50"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let publisher = ns
+        .command(netns::python())
+        .arg(netns::ros2peer())
+        .args([
+            "publish",
+            "--topic",
+            "/imu",
+            "--type",
+            "sensor_msgs/msg/Imu",
+            "--rate",
+            "100",
+        ])
+        .args([
+            "--count",
+            "1200",
+            "--wait-readers",
+            "1",
+            "--wait-timeout",
+            "20",
+            "--depth",
+            "0",
+        ])
+        .arg("--record")
+        .arg(&record)
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    // The publisher starts once edgerec's reader matched it; the commands
+    // follow on a schedule from here (12 s of publishing).
+    let t0 = Instant::now();
+    while !sock.exists() && t0.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let start = Instant::now();
+    at(start, 2.0);
+    let r = ctl(&sock, &["pause"]);
+    assert_eq!(
+        (r["ok"].as_bool(), r["paused"].as_bool()),
+        (Some(true), Some(true)),
+        "{r}"
+    );
+    at(start, 3.0);
+    assert_eq!(ctl(&sock, &["is-paused"])["paused"], true);
+    let r = ctl(&sock, &["resume"]);
+    assert_eq!(r["paused"], false, "{r}");
+    at(start, 4.5);
+    assert_eq!(ctl(&sock, &["split"])["ok"], true);
+    // The same through ROS 2, as a script written for ros2 bag record would.
+    at(start, 6.0);
+    let r = call(&ns, "/edgerec/pause", "rosbag2_interfaces/srv/Pause");
+    println!("pause: {r}");
+    let r = call(&ns, "/edgerec/is_paused", "rosbag2_interfaces/srv/IsPaused");
+    assert!(r.to_string().contains("\"paused\":true"), "{r}");
+    at(start, 7.5);
+    call(&ns, "/edgerec/resume", "rosbag2_interfaces/srv/Resume");
+    let r = call(&ns, "/edgerec/is_paused", "rosbag2_interfaces/srv/IsPaused");
+    assert!(r.to_string().contains("\"paused\":false"), "{r}");
+    at(start, 9.0);
+    call(
+        &ns,
+        "/edgerec/split_bagfile",
+        "rosbag2_interfaces/srv/SplitBagfile",
+    );
+    let r = call(&ns, "/edgerec/trigger", "std_srvs/srv/Trigger");
+    assert!(
+        r.to_string().contains("\"success\":false"),
+        "no trigger is configured: {r}"
+    );
+    // A bad command is refused with a reason and exit 2, nothing sent.
+    let bad = Command::new(BIN)
+        .args(["ctl", "--socket"])
+        .arg(&sock)
+        .arg("jump")
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+
+    let mut publisher = publisher;
+    assert!(publisher.wait().unwrap().success());
+    std::thread::sleep(Duration::from_millis(500));
+    // SAFETY: kill(2) on our child's pid.
+    unsafe { libc::kill(edgerec.id() as i32, libc::SIGINT) };
+    let out = edgerec.wait_with_output().unwrap();
+    println!("{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success());
+
+    // Two splits: three files. Two pauses: two gaps in what was published,
+    // about as long as each pause; nothing else missing; and a pause is
+    // not a drop.
+    let check = r#"
+import json, sys
+from pathlib import Path
+from mcap.reader import make_reader
+bag, rec = Path(sys.argv[1]), sys.argv[2]
+sent = [json.loads(l) for l in open(rec)]
+segs = sorted(bag.glob("*.mcap"), key=lambda p: int(p.stem.rsplit("_", 1)[1]))
+got = []
+for s in segs:
+    with open(s, "rb") as f:
+        for _, ch, m in make_reader(f, validate_crcs=True).iter_messages(log_time_order=True):
+            if ch.topic == "/imu":
+                got.append(m.publish_time)
+index = {w["source_timestamp_ns"]: w["seq"] for w in sent}
+seqs = [index[t] for t in got]
+assert seqs == sorted(seqs), "out of order"
+gaps = [(a, b) for a, b in zip(seqs, seqs[1:]) if b != a + 1]
+print(json.dumps({"segments": len(segs), "sent": len(sent), "recorded": len(seqs),
+                  "gaps": [b - a - 1 for a, b in gaps], "first": seqs[0], "last": seqs[-1]}))
+"#;
+    let out = Command::new(py)
+        .args(["-c", check])
+        .arg(&bag)
+        .arg(&record)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    println!("{text}");
+    let v: serde_json::Value = serde_json::from_str(text.trim()).unwrap();
+    assert_eq!(v["segments"], 3, "{v}");
+    let gaps: Vec<u64> = v["gaps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g.as_u64().unwrap())
+        .collect();
+    assert_eq!(gaps.len(), 2, "two pauses, two gaps: {v}");
+    // ctl pause lasted 1 s, the ROS pause about 1.5 s, at 100 Hz.
+    assert!((60..=160).contains(&gaps[0]), "{v}");
+    assert!((90..=230).contains(&gaps[1]), "{v}");
+    let info = Command::new(BIN).arg("info").arg(&bag).output().unwrap();
+    let info = String::from_utf8_lossy(&info.stdout);
+    assert!(
+        info.contains("Dropped:           0"),
+        "a pause is not a drop:\n{info}"
+    );
+}
