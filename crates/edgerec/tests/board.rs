@@ -29,6 +29,7 @@ const LAYOUT: &[&str] = &[
     "edgerec.toml",
     "kernel-cmdline",
     "udev/60-edgerec-nvme.rules",
+    "sysctl.d/60-edgerec-dds.conf",
     "systemd/edgerec.service",
     "systemd/edgerec-seed-config.service",
     "systemd/data.mount",
@@ -1805,5 +1806,47 @@ fn tuning_md_names_every_value() {
             "{b}: not explained:\n{}",
             missing.join("\n")
         );
+    }
+}
+
+/// The kernel grants a socket at most net.core.rmem_max: the board's
+/// sysctl must allow the receive buffer edgerec's Cyclone DDS
+/// configuration asks for, or multi-MB samples are dropped before edgerec
+/// sees them.
+#[test]
+fn sysctl_allows_the_dds_receive_buffer_edgerec_asks_for() {
+    let asked = edgerec_ros_dds_buffer();
+    for b in boards() {
+        let text = b.read("sysctl.d/60-edgerec-dds.conf");
+        let max: u64 = text
+            .lines()
+            .filter_map(|l| l.split_once('='))
+            .find(|(k, _)| k.trim() == "net.core.rmem_max")
+            .and_then(|(_, v)| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{}: no net.core.rmem_max", b.name));
+        assert!(
+            max >= asked,
+            "{}: rmem_max {max} < the {asked} edgerec asks for",
+            b.name
+        );
+    }
+}
+
+/// The `SocketReceiveBufferSize max` of edgerec's built-in Cyclone
+/// configuration, in bytes.
+fn edgerec_ros_dds_buffer() -> u64 {
+    let xml = edgerec_ros::dds::DEFAULT_CONFIG;
+    let v = xml
+        .split("max=\"")
+        .nth(1)
+        .and_then(|r| r.split('"').next())
+        .expect("SocketReceiveBufferSize max in DEFAULT_CONFIG");
+    let (n, unit) = v.split_at(v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len()));
+    let n: u64 = n.parse().expect("a size");
+    n * match unit {
+        "MB" | "MiB" => 1 << 20,
+        "kB" | "KiB" => 1 << 10,
+        "" | "B" => 1,
+        other => panic!("unit {other}"),
     }
 }

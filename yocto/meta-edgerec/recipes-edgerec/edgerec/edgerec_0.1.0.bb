@@ -78,6 +78,13 @@ do_install() {
 
     install -D -m 0644 "$board/linuxptp/ptp4l.conf" ${D}${sysconfdir}/linuxptp/edgerec-ptp4l.conf
 
+    # net.core.rmem_max for the DDS receive buffer (ROS 2 topics).
+    install -d ${D}${sysconfdir}/sysctl.d
+    for f in "$board"/sysctl.d/*.conf; do
+        [ -e "$f" ] || continue
+        install -m 0644 "$f" ${D}${sysconfdir}/sysctl.d/
+    done
+
     # Mount point of the DATA partition (data.mount). The root file system
     # is read-only, so systemd could not create it at boot.
     install -d ${D}${EDGEREC_DATA_DIR}
@@ -93,6 +100,7 @@ FILES:${PN}-ptp += "${sysconfdir}/linuxptp/edgerec-ptp4l.conf \
 FILES:${PN}-jetson-clocks += "${systemd_system_unitdir}/jetson-clocks.service"
 # ${datadir}/edgerec is in FILES:${PN} by default (${datadir}/${BPN}).
 FILES:${PN} += "${nonarch_base_libdir}/udev/rules.d \
+                ${sysconfdir}/sysctl.d \
                 ${systemd_system_unitdir} \
                 ${EDGEREC_DATA_DIR}"
 CONFFILES:${PN}-ptp = "${sysconfdir}/linuxptp/edgerec-ptp4l.conf"
