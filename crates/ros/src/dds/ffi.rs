@@ -59,7 +59,13 @@ impl Participant {
                 let c = cstring(xml, "Cyclone DDS configuration")?;
                 // SAFETY: `c` is a valid NUL-terminated string for the call.
                 let d = unsafe { dds_create_domain(domain_id, c.as_ptr()) };
-                Some(check(d, || format!("dds_create_domain({domain_id})"))?)
+                if d == DDS_RETCODE_PRECONDITION_NOT_MET as dds_entity_t {
+                    // The domain exists in this process already (another
+                    // participant made it, with this configuration): join it.
+                    None
+                } else {
+                    Some(check(d, || format!("dds_create_domain({domain_id})"))?)
+                }
             }
             None => None,
         };

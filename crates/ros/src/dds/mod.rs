@@ -9,6 +9,7 @@
 //! run with an error, so the supervisor restarts the source with a fresh
 //! participant while every other source keeps recording.
 
+pub mod count;
 mod ffi;
 mod publish;
 mod reader;
