@@ -16,6 +16,12 @@ LIC_FILES_CHKSUM = "file://LICENSE;md5=3b83ef96387f14655fc854ddc3c6bd57"
 # projects called "edgerec".
 CVE_PRODUCT = "edgerec"
 
+# cyclors (the ROS 2 DDS backend) builds the vendored Cyclone DDS with
+# cmake and generates its bindings with bindgen, which loads libclang
+# (meta-clang). Not built here yet: unverified until a build host runs
+# `kas build`.
+DEPENDS = "clang-native cmake-native"
+
 # The source is this repository (workspace.package.repository in
 # Cargo.toml; scripts/yocto-check keeps the two in step). The kas files
 # build the checkout itself through externalsrc instead, which drops this
@@ -35,6 +41,13 @@ S = "${WORKDIR}/git"
 require ${BPN}-crates.inc
 
 inherit cargo cargo-update-recipe-crates systemd
+
+# See DEPENDS: libclang for bindgen, which parses the target's headers
+# with the target's flags (the sysroot is in TOOLCHAIN_OPTIONS), not the
+# build host's.
+export LIBCLANG_PATH = "${STAGING_LIBDIR_NATIVE}"
+BINDGEN_EXTRA_CLANG_ARGS = "${HOST_CC_ARCH}${TOOLCHAIN_OPTIONS} --target=${TARGET_SYS}"
+export BINDGEN_EXTRA_CLANG_ARGS
 
 # Build only the edgerec binary: the workspace also holds the benchmark and
 # test helpers. Cargo features of crates/edgerec: none by default; the
