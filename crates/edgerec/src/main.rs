@@ -160,9 +160,15 @@ fn main() -> ExitCode {
             quiet,
         } => run(&config, duration.as_deref(), report_json.as_deref(), quiet),
         Cmd::Record(args) => match record_cmd::config(&args) {
-            Ok((cfg, origin, dir)) => {
-                start_and_record(&cfg, &origin, Some(dir), None, None, args.quiet)
-            }
+            Ok((cfg, origin, dir)) => start_and_record(
+                &cfg,
+                &origin,
+                Some(dir),
+                None,
+                None,
+                args.quiet,
+                args.start_paused,
+            ),
             Err(e) => {
                 eprintln!("edgerec record: {e:#}");
                 ExitCode::from(EXIT_CONFIG)
@@ -399,7 +405,7 @@ fn run(config: &Path, duration: Option<&str>, report_json: Option<&Path>, quiet:
             return ExitCode::from(EXIT_CONFIG);
         }
     };
-    start_and_record(&cfg, config, None, limit, report_json, quiet)
+    start_and_record(&cfg, config, None, limit, report_json, quiet, false)
 }
 
 /// Starts the daemon's parts and records until stopped; `session_dir` is
@@ -411,6 +417,7 @@ fn start_and_record(
     limit: Option<Duration>,
     report_json: Option<&Path>,
     quiet: bool,
+    start_paused: bool,
 ) -> ExitCode {
     let ros = match ros::source(cfg) {
         Ok(s) => s,
@@ -432,6 +439,7 @@ fn start_and_record(
     };
     let controls = edgerec_ros::control::ControlSlot::default();
     let session = Session {
+        start_paused,
         controls: controls.clone(),
         ros: ros.map(|r| {
             r.with_health(ros::health_feed(daemon.board.clone()))
@@ -467,6 +475,8 @@ fn non_empty_path(p: &Path) -> Option<&Path> {
 
 /// What a recording holds besides the configured synthetic sources.
 struct Session {
+    /// Pause as soon as the recorder runs (`edgerec record --start-paused`).
+    start_paused: bool,
     /// Where the operator's commands find the recorder once it runs.
     controls: edgerec_ros::control::ControlSlot,
     /// The ROS 2 source, when `[ros]` is on.
@@ -519,6 +529,9 @@ fn record(
             return Err(e).context("starting the recording");
         }
     };
+    if session.start_paused {
+        rec.status_handle().pause();
+    }
     let _ = session
         .controls
         .set(Arc::new(controls::RecorderControls(rec.status_handle())));

@@ -51,6 +51,10 @@ pub struct RecordArgs {
     /// topics of edgerec's own.
     #[arg(long, short)]
     pub config: Option<PathBuf>,
+    /// Start paused (latched topics are recorded all the same); `edgerec
+    /// ctl resume` or the `~/resume` service starts recording.
+    #[arg(long = "start-paused")]
+    pub start_paused: bool,
     /// Take `edgerec ctl` commands (pause, resume, split) on this Unix
     /// socket while recording.
     #[arg(long = "control-socket")]

@@ -73,7 +73,13 @@ pub fn source(cfg: &Config) -> anyhow::Result<Option<DdsSource>> {
     }
     let opts = options(cfg)?;
     let defs = PathDefinitions(DefinitionResolver::new(opts.msg_paths.clone()));
-    Ok(Some(DdsSource::new(opts, Arc::new(defs))?))
+    let source = DdsSource::new(opts, Arc::new(defs))?;
+    source.probe().map_err(|e| {
+        anyhow::anyhow!(
+            "ROS 2 over DDS cannot start: {e}; check CYCLONEDDS_URI (when set) and that a network interface with multicast is up, or set ros.enabled = false"
+        )
+    })?;
+    Ok(Some(source))
 }
 
 /// What the ROS source publishes on `/diagnostics` and `/edgerec/status`:

@@ -229,3 +229,107 @@ print(json.dumps({"segments": len(segs), "sent": len(sent), "recorded": len(seqs
         "a pause is not a drop:\n{info}"
     );
 }
+
+/// `--start-paused` records nothing until `resume`, except a latched
+/// topic: the `/tf_static` sent while paused is in the bag (rosbag2 issue
+/// 1302 loses it).
+#[test]
+fn start_paused_keeps_the_latched_message() {
+    if let Some(why) = netns::skip_reason() {
+        println!("SKIP start_paused_keeps_the_latched_message: {why}");
+        return;
+    }
+    let Some(py) = edgerec_testkit::python() else {
+        println!("SKIP start_paused_keeps_the_latched_message: no Python readers (.venv)");
+        return;
+    };
+    let ns = Netns::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let bag = tmp.path().join("bag");
+    let sock = tmp.path().join("ctl.sock");
+    let edgerec = ns
+        .command(BIN)
+        .args(["record", "-a", "--start-paused", "-o"])
+        .arg(&bag)
+        .arg("--control-socket")
+        .arg(&sock)
+        .args(["--quiet", "-p", "50"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    while !sock.exists() && t0.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(ctl(&sock, &["is-paused"])["paused"], true);
+    let publish = |args: &[&str]| {
+        ns.command(netns::python())
+            .arg(netns::ros2peer())
+            .arg("publish")
+            .args(args)
+            .args(["--wait-readers", "1", "--wait-timeout", "20"])
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap()
+    };
+    let mut tf = publish(&[
+        "--topic",
+        "/tf_static",
+        "--type",
+        "tf2_msgs/msg/TFMessage",
+        "--count",
+        "1",
+        "--durability",
+        "transient_local",
+        "--depth",
+        "1",
+        "--linger",
+        "6",
+    ]);
+    let mut imu = publish(&[
+        "--topic",
+        "/imu",
+        "--type",
+        "sensor_msgs/msg/Imu",
+        "--rate",
+        "100",
+        "--count",
+        "400",
+        "--depth",
+        "0",
+    ]);
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(ctl(&sock, &["resume"])["paused"], false);
+    assert!(imu.wait().unwrap().success() && tf.wait().unwrap().success());
+    // SAFETY: kill(2) on our child's pid.
+    unsafe { libc::kill(edgerec.id() as i32, libc::SIGINT) };
+    assert!(edgerec.wait_with_output().unwrap().status.success());
+    let count = r#"
+import sys
+from pathlib import Path
+from mcap.reader import make_reader
+n = {}
+for s in Path(sys.argv[1]).glob("*.mcap"):
+    with open(s, "rb") as f:
+        for _, ch, _ in make_reader(f, validate_crcs=True).iter_messages():
+            n[ch.topic] = n.get(ch.topic, 0) + 1
+print(n.get("/tf_static", 0), n.get("/imu", 0))
+"#;
+    let out = Command::new(py)
+        .args(["-c", count])
+        .arg(&bag)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let v: Vec<u64> = text
+        .split_whitespace()
+        .map(|x| x.parse().unwrap())
+        .collect();
+    assert_eq!(v[0], 1, "the latched message sent while paused: {text}");
+    // About 2 s of the 4 s of IMU came while paused.
+    assert!(
+        (120..=320).contains(&v[1]),
+        "IMU messages after resume: {text}"
+    );
+}

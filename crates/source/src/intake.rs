@@ -89,8 +89,9 @@ impl Intake {
     }
 
     /// Holds (true) or releases recording on the operator's request: while
-    /// held every push is refused as [`Dropped::Held`](crate::Dropped),
-    /// which is not a drop (nothing was lost that was meant to be kept).
+    /// held every push to a channel that is not latched is refused as
+    /// [`Dropped::Held`](crate::Dropped), which is not a drop (nothing was
+    /// lost that was meant to be kept); latched channels are kept.
     /// Independent of [`set_paused`](Self::set_paused), so a disk-full
     /// pause ending does not end the operator's.
     pub fn set_held(&self, held: bool) {

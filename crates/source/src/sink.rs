@@ -206,7 +206,11 @@ impl SourceSink {
         let Some(ch) = intake.table.get(env.channel) else {
             return Err((Dropped::UnknownChannel, env));
         };
-        if intake.held.load(Ordering::Relaxed) {
+        // A latched (transient-local) channel is kept through an
+        // operator's pause: its message (a /tf_static) is sent once, and
+        // letting it go would lose it for the rest of the recording
+        // (rosbag2 issue 1302 loses it to --start-paused).
+        if intake.held.load(Ordering::Relaxed) && !ch.spec.latched {
             return Err((Dropped::Held, env));
         }
         if intake.paused.load(Ordering::Relaxed) {

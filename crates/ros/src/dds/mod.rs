@@ -66,6 +66,17 @@ impl DdsSource {
         self
     }
 
+    /// Starts and stops a participant with the configuration a run will
+    /// use: checked once at start-up, so a DDS that cannot start (a bad
+    /// `CYCLONEDDS_URI`, no usable network interface) is an error before
+    /// anything is recorded, not a source restarting for ever.
+    pub fn probe(&self) -> Result<(), RosError> {
+        let config = std::env::var_os("CYCLONEDDS_URI")
+            .is_none()
+            .then_some(DEFAULT_CONFIG);
+        Participant::new(self.setup.opts.domain_id, config).map(drop)
+    }
+
     /// Also answer rosbag2's recorder services and `~/trigger` with the
     /// controls `slot` will hold.
     pub fn with_controls(mut self, slot: ControlSlot) -> Self {
