@@ -70,7 +70,7 @@ def step(ns, work, publishers, seconds):
         in_ns(ns, EDGEREC, "record", *[t for t, _ in topics], "-o", bag, "--quiet", "-p", "50"),
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     bare = subprocess.Popen(
-        in_ns(ns, COUNT, "--seconds", seconds + 8, *[f"{t}={ty}" for t, ty in topics]),
+        in_ns(ns, COUNT, "--seconds", 10 * seconds + 60, *[f"{t}={ty}" for t, ty in topics]),
         stdout=subprocess.PIPE, text=True)
     pubs = []
     for c in cams:
@@ -92,7 +92,9 @@ def step(ns, work, publishers, seconds):
     cpu = cpu_seconds(rec.pid)
     rec.send_signal(signal.SIGINT)
     _, err = rec.communicate(timeout=60)
-    # The bare receiver ends by itself after its --seconds.
+    # Both readers stop at the same moment, a second after the last
+    # publisher finished.
+    bare.send_signal(signal.SIGINT)
     out, _ = bare.communicate(timeout=60)
     if bare.returncode != 0 or not out.strip():
         raise SystemExit(f"edgerec-dds-count failed (exit {bare.returncode}): {out!r}")

@@ -1,7 +1,7 @@
 //! `edgerec-dds-count`: the bare DDS receiver of `scripts/bench --ros`.
 //! Subscribes to each `TOPIC=TYPE` with the QoS edgerec would ask of a
-//! reliable publisher, counts and discards every sample for `--seconds`,
-//! then prints `{"TOPIC": {"messages": N, "bytes": B}, ...}` and its CPU
+//! reliable publisher, counts and discards every sample until SIGINT or
+//! SIGTERM (or `--seconds`), then prints `{"TOPIC": {"messages": N, "bytes": B}, ...}` and its CPU
 //! time. Runs in the benchmark's network namespace.
 
 use std::time::{Duration, Instant};
@@ -29,8 +29,14 @@ fn main() -> anyhow::Result<()> {
             CountingReader::new(0, t, ty, &RequestQos::initial()).map(|r| (t.clone(), r))
         })
         .collect::<Result<Vec<_>, _>>()?;
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone())?;
+    }
     let start = Instant::now();
-    while start.elapsed() < Duration::from_secs_f64(seconds) {
+    while start.elapsed() < Duration::from_secs_f64(seconds)
+        && !stop.load(std::sync::atomic::Ordering::Relaxed)
+    {
         std::thread::sleep(Duration::from_millis(50));
     }
     let mut out = serde_json::Map::new();
