@@ -166,3 +166,117 @@ fn a_topic_published_with_two_types_is_two_channels() {
     );
     assert!(sup.stop(Duration::from_secs(5)).not_stopped.is_empty());
 }
+
+/// Runs `ros2peer.py publish` in `ns` with `args` and waits for it.
+fn publish_and_wait(ns: &Netns, args: &[&str]) {
+    let st = ns
+        .command(netns::python())
+        .arg(netns::ros2peer())
+        .arg("publish")
+        .args(args)
+        .args([
+            "--wait-readers",
+            "1",
+            "--wait-timeout",
+            "20",
+            "--depth",
+            "0",
+            "--linger",
+            "0.3",
+        ])
+        .stdout(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    assert!(st.success(), "publish {args:?}");
+}
+
+/// Accepted messages per topic, waiting until `total` arrived or 5 s.
+fn accepted(intake: &Intake, total: u64) -> Vec<(String, u64)> {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let mut c: Vec<(String, u64)> = intake
+            .table()
+            .all()
+            .iter()
+            .map(|c| {
+                (
+                    c.spec.topic.clone(),
+                    c.counters.accepted.load(Ordering::Relaxed),
+                )
+            })
+            .collect();
+        c.sort();
+        if c.iter().map(|x| x.1).sum::<u64>() >= total || Instant::now() > deadline {
+            return c;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_publisher_that_leaves_and_returns_continues_its_channel_and_selection_holds() {
+    if let Some(why) = netns::skip_reason() {
+        println!("SKIP a_publisher_that_leaves_and_returns_continues_its_channel_and_selection_holds: {why}");
+        return;
+    }
+    let ns = Netns::new();
+    ns.enter();
+    let intake = Intake::new(1024, MemoryBudget::new(64 << 20), Arc::new(SystemClock));
+    let opts = RosOptions {
+        selection: SelectionOptions {
+            regex: Some("/sel/.*".into()),
+            exclude: Some("/sel/no.*".into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let src = DdsSource::new(opts, Arc::new(EmbeddedDefinitions)).unwrap();
+    let sup = Supervisor::start(
+        &intake,
+        vec![Box::new(src)],
+        SupervisorOptions::default(),
+        Box::new(|| {}),
+    )
+    .unwrap();
+    let string = [
+        "--type",
+        "std_msgs/msg/String",
+        "--count",
+        "10",
+        "--rate",
+        "50",
+    ];
+    publish_and_wait(&ns, &[&["--topic", "/sel/yes"][..], &string[..]].concat());
+    // Gone (its writer deleted), then back: the same channel goes on.
+    std::thread::sleep(Duration::from_millis(500));
+    publish_and_wait(&ns, &[&["--topic", "/sel/yes"][..], &string[..]].concat());
+    // Excluded, and not matched: never subscribed, so no reader matches
+    // them; they publish without waiting.
+    for t in ["/sel/no", "/other"] {
+        let st = ns
+            .command(netns::python())
+            .arg(netns::ros2peer())
+            .args([
+                "publish",
+                "--topic",
+                t,
+                "--type",
+                "std_msgs/msg/String",
+                "--count",
+                "5",
+                "--rate",
+                "50",
+            ])
+            .stdout(std::process::Stdio::null())
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+    assert_eq!(accepted(&intake, 20), [("/sel/yes".to_owned(), 20)]);
+    assert_eq!(
+        intake.table().all().len(),
+        1,
+        "one channel for both runs of the publisher"
+    );
+    assert!(sup.stop(Duration::from_secs(5)).not_stopped.is_empty());
+}
