@@ -262,7 +262,16 @@ fn recording_pauses_when_nothing_can_be_deleted_and_resumes_when_space_returns()
         "nothing was dropped while the disk was full: {r}"
     );
     assert!(written > 100, "recording did not resume: {r}");
+    // Every sensor channel lost messages to the pause. edgerec's own
+    // 1 Hz status topic need not have offered one inside it (under
+    // user-mode QEMU its first message can come after the pause ended).
     for c in r["channels"].as_array().unwrap() {
+        if c["topic"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("/edgerec/"))
+        {
+            continue;
+        }
         assert!(c["dropped"].as_u64().unwrap() > 0, "{c}");
     }
     let session = std::fs::read_dir(&root)
