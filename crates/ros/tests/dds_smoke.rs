@@ -14,6 +14,7 @@ fn records_a_python_publisher() {
         println!("SKIP records_a_python_publisher: {why}");
         return;
     }
+    let _serial = netns::dds_serial();
     let ns = Netns::new();
     ns.enter();
     let intake = Intake::new(1024, MemoryBudget::new(64 << 20), Arc::new(SystemClock));
@@ -88,6 +89,7 @@ fn a_topic_published_with_two_types_is_two_channels() {
         println!("SKIP a_topic_published_with_two_types_is_two_channels: {why}");
         return;
     }
+    let _serial = netns::dds_serial();
     let ns = Netns::new();
     ns.enter();
     let intake = Intake::new(1024, MemoryBudget::new(64 << 20), Arc::new(SystemClock));
@@ -219,6 +221,7 @@ fn a_publisher_that_leaves_and_returns_continues_its_channel_and_selection_holds
         println!("SKIP a_publisher_that_leaves_and_returns_continues_its_channel_and_selection_holds: {why}");
         return;
     }
+    let _serial = netns::dds_serial();
     let ns = Netns::new();
     ns.enter();
     let intake = Intake::new(1024, MemoryBudget::new(64 << 20), Arc::new(SystemClock));

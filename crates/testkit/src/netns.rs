@@ -13,6 +13,17 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 
+/// Serializes the tests of one process that start DDS participants in it.
+/// Cyclone DDS keeps one domain per id and process, made in the network
+/// namespace of the thread that created it first: two tests running at
+/// once in one test binary would share it (and see each other's topics)
+/// even from different namespaces. Hold the guard for the whole test.
+pub fn dds_serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// A named namespace (`ip netns add`), deleted on drop.
 pub struct Netns {
     /// Its name under /var/run/netns.
