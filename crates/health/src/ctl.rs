@@ -8,14 +8,14 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::PermissionsExt;
-use std::os::unix::net::{UnixListener, UnixStream};
+use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crate::status::ServeError;
+use crate::status::{bind_unix, ServeError};
 
 /// Longest command line accepted.
 pub const MAX_LINE: usize = 4096;
@@ -45,18 +45,7 @@ impl CtlServer {
             what: path.display().to_string(),
             source,
         };
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(io_err)?;
-        }
-        if path.exists() {
-            if UnixStream::connect(path).is_ok() {
-                return Err(ServeError::InUse {
-                    path: path.to_path_buf(),
-                });
-            }
-            std::fs::remove_file(path).map_err(io_err)?;
-        }
-        let listener = UnixListener::bind(path).map_err(io_err)?;
+        let listener = bind_unix(path)?;
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o660)).map_err(io_err)?;
         if let Some(gid) = access.gid {
             std::os::unix::fs::chown(path, None, Some(gid)).map_err(io_err)?;

@@ -590,6 +590,28 @@ enum Wake {
     Tcp(SocketAddr),
 }
 
+/// Binds a Unix socket at `path` (its directory is created). A stale
+/// socket file left by a crash is replaced; one a live process answers on
+/// is [`ServeError::InUse`].
+pub(crate) fn bind_unix(path: &Path) -> Result<UnixListener, ServeError> {
+    let io_err = |source| ServeError::Io {
+        what: path.display().to_string(),
+        source,
+    };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).map_err(io_err)?;
+    }
+    if path.exists() {
+        if UnixStream::connect(path).is_ok() {
+            return Err(ServeError::InUse {
+                path: path.to_path_buf(),
+            });
+        }
+        std::fs::remove_file(path).map_err(io_err)?;
+    }
+    UnixListener::bind(path).map_err(io_err)
+}
+
 impl StatusServer {
     /// Serves `board` on the Unix socket at `path` (its directory is
     /// created). A stale socket file left by a crash is replaced; one a
@@ -599,18 +621,7 @@ impl StatusServer {
             what: path.display().to_string(),
             source,
         };
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(io_err)?;
-        }
-        if path.exists() {
-            if UnixStream::connect(path).is_ok() {
-                return Err(ServeError::InUse {
-                    path: path.to_path_buf(),
-                });
-            }
-            std::fs::remove_file(path).map_err(io_err)?;
-        }
-        let listener = UnixListener::bind(path).map_err(io_err)?;
+        let listener = bind_unix(path)?;
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let thread = std::thread::Builder::new()
