@@ -790,7 +790,12 @@ class DiskFull(Scenario):
     what = "256 MiB NVMe, ballast then retention: pause, resume, oldest segments deleted, floor kept"
     DISK_MIB = 256
     FLOOR_MIB = 32
-    SECONDS = 40
+    # The guest records until AFTER_MIB more are written once the ballast
+    # goes (more than twice the disk, with a margin for the status sampled
+    # up to a second before the stop); SECONDS only caps a run that never
+    # gets there, so a slow host makes the run longer, not the check false.
+    AFTER_MIB = 2 * DISK_MIB + 64
+    SECONDS = 150
 
     def run(self):
         cfg = config(extra=f"""
@@ -808,8 +813,8 @@ min_free_bytes = "{self.FLOOR_MIB}MiB"
 min_free_percent = 0
 """)
         disk = Disk(self.work / "nvme.img", self.DISK_MIB, {"edgerec/edgerec.toml": cfg})
-        b = self.boot("boot", "diskfull", disk, f"edgerec.seconds={self.SECONDS} edgerec.floor_mib={self.FLOOR_MIB}",
-                      timeout=200).finish()
+        b = self.boot("boot", "diskfull", disk, f"edgerec.seconds={self.SECONDS} edgerec.floor_mib={self.FLOOR_MIB} "
+                      f"edgerec.after_mib={self.AFTER_MIB}", timeout=self.SECONDS + 150).finish()
         # edgerec's exit status last, after the figures are taken.
         b.expect_clean(edgerec_ok=False)
         paused = b.wait_for("paused", 0)[1]

@@ -4,10 +4,15 @@
 # delete it) leaves less than one segment above the floor: recording must
 # pause softly (state disk-full, drops counted). The ballast then goes and
 # recording resumes, retention deleting the oldest segments as the disk
-# fills again and again. /data's free space is sampled every 200 ms.
+# fills again and again, until edgerec.after_mib more MiB are written (the
+# recorder is then stopped with SIGINT; edgerec.seconds only caps a run that
+# never gets there). Stopping on bytes, not time, keeps the check "written
+# past the disk's capacity" true on a host slowed by other work. /data's
+# free space is sampled every 200 ms.
 # shellcheck source=tests/qemu/guest/common.sh
 . /scenarios/common.sh
-secs=$(arg edgerec.seconds 40)
+secs=$(arg edgerec.seconds 150)
+after_mib=$(arg edgerec.after_mib 576)
 floor_mib=$(arg edgerec.floor_mib 32)
 above_mib=$(arg edgerec.ballast_leaves_mib 12)
 # shellcheck disable=SC2046 # two fields
@@ -37,4 +42,21 @@ sleep 3
 rm /data/ballast
 sync
 say "ballast-removed uptime=$(uptime_s)"
+written() {
+    edgerec status --config "$CFG" --json 2>/dev/null | grep -o '"bytes_written": *[0-9]*' | grep -o '[0-9]*$'
+}
+base=$(written)
+target=$((${base:-0} + after_mib * 1024 * 1024))
+while kill -0 "$pid" 2>/dev/null; do
+    w=$(written)
+    if [ -n "$w" ] && [ "$w" -ge "$target" ]; then
+        # The status loop's last line then shows the target reached.
+        sleep 1.5
+        status
+        say "target-reached written=$w uptime=$(uptime_s)"
+        kill -INT "$pid"
+        break
+    fi
+    sleep 0.5
+done
 wait_edgerec
