@@ -6,8 +6,8 @@
 use crate::document::{Cx, Table};
 use crate::schema::Result;
 use crate::units::{Size, Time};
-use crate::values::ClockSourceKind;
-use crate::{ClockConfig, Config, HealthConfig, SourcesConfig, SyntheticChannel};
+use crate::values::{CameraSourceKind, ClockSourceKind};
+use crate::{CameraConfig, ClockConfig, Config, HealthConfig, SourcesConfig, SyntheticChannel};
 
 /// The chunker fills one chunk while the compressors hold others and the
 /// sequencer waits on the oldest; fewer than four chunks of budget stalls the
@@ -210,4 +210,128 @@ pub(crate) fn unique_ros_qos_topic(
             "ros.qos[{first}]{line} already sets its QoS; merge the two entries"
         )),
     ))
+}
+
+/// A `[[camera]]` whose keys agree with its source: what the source needs
+/// is set, the picture is even-sized (4:2:0) and a keyframe interval holds
+/// at least one frame. (Keys only another source reads are ignored, so one
+/// entry can switch sources by its `source` line alone.)
+pub(crate) fn camera_consistent(cx: &Cx, table: &Table, config: &CameraConfig) -> Result<()> {
+    let source = config.source;
+    let needs = match source {
+        CameraSourceKind::Rtsp if config.url.is_empty() => {
+            Some(("url", "add url = \"rtsp://host:8554/stream\""))
+        }
+        CameraSourceKind::Topic if config.input_topic.is_empty() => Some((
+            "input_topic",
+            "add input_topic = \"/camera/image_raw\", a sensor_msgs/msg/Image topic",
+        )),
+        CameraSourceKind::Pipeline if config.pipeline.trim().is_empty() => Some((
+            "pipeline",
+            "add pipeline = \"v4l2src device=/dev/video2\", a gst-launch source of raw video",
+        )),
+        _ => None,
+    };
+    if let Some((key, hint)) = needs {
+        let field = table.field(key).or_else(|| table.field("source"));
+        if let Some(field) = field {
+            return Err(cx.at(
+                &field,
+                format!("source = \"{}\" needs `{key}`", source.as_str()),
+                Some(hint.to_owned()),
+            ));
+        }
+    }
+    if source == CameraSourceKind::Rtsp
+        && !(config.url.starts_with("rtsp://") || config.url.starts_with("rtsps://"))
+    {
+        if let Some(field) = table.field("url") {
+            return Err(cx.at(
+                &field,
+                format!("`{}` is not an RTSP URL", config.url),
+                Some("write url = \"rtsp://host:8554/stream\"".to_owned()),
+            ));
+        }
+    }
+    for (key, value) in [("width", config.width), ("height", config.height)] {
+        if value % 2 != 0 {
+            if let Some(field) = table.field(key) {
+                return Err(cx.at(
+                    &field,
+                    format!("must be even for 4:2:0 video, got {value}"),
+                    Some(format!("use {} or {}", value - 1, value + 1)),
+                ));
+            }
+        }
+    }
+    let frames = config.keyframe_interval.as_secs_f64() * f64::from(config.fps);
+    if frames < 1.0 {
+        if let Some(field) = table
+            .field("keyframe_interval")
+            .or_else(|| table.field("fps"))
+        {
+            return Err(cx.at(
+                &field,
+                format!(
+                    "a keyframe interval of {} holds no frame at {} fps",
+                    Time(config.keyframe_interval),
+                    config.fps
+                ),
+                Some("make keyframe_interval at least one frame long".to_owned()),
+            ));
+        }
+    }
+    if source == CameraSourceKind::Topic && config.input_topic == config.video_topic() {
+        if let Some(field) = table.field("input_topic") {
+            return Err(cx.at(
+                &field,
+                "the input topic is the topic the video is recorded on",
+                Some("give the camera another topic".to_owned()),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Each camera has its own name and its own video topic; the newest entry
+/// is checked against those before it.
+pub(crate) fn unique_camera(cx: &Cx, entries: &[Table], cameras: &[CameraConfig]) -> Result<()> {
+    let (Some(new), Some((entry, earlier))) = (cameras.last(), entries.split_last()) else {
+        return Ok(());
+    };
+    let clash = |what: &str, first: usize, key: &str, fix: &str| -> Result<()> {
+        let field = entry.field(key).or_else(|| entry.field("name"));
+        let Some(field) = field else { return Ok(()) };
+        let line = earlier
+            .get(first)
+            .and_then(|e| cx.line(e.field("name").and_then(|f| f.span())))
+            .map_or(String::new(), |line| format!(" (line {line})"));
+        Err(cx.at(
+            &field,
+            what.to_owned(),
+            Some(format!("camera[{first}]{line} already has it; {fix}")),
+        ))
+    };
+    let len = cameras.len() - 1;
+    if let Some(first) = cameras[..len].iter().position(|c| c.name == new.name) {
+        return clash(
+            &format!("duplicate camera name `{}`", new.name),
+            first,
+            "name",
+            "give each camera its own name",
+        );
+    }
+    let topic = new.video_topic();
+    if let Some(first) = cameras[..len]
+        .iter()
+        .position(|c| c.video_topic() == topic)
+    {
+        return clash(
+            &format!("duplicate camera topic `{topic}`"),
+            first,
+            "topic",
+            "give each camera its own topic",
+        );
+    }
+    Ok(())
 }

@@ -16,7 +16,8 @@ use crate::schema::{
     MIB, TIB,
 };
 use crate::values::{
-    ClockSourceKind, Compression, Rate, RosDistro, SourceFault, StorageBackend, SyntheticKind,
+    CameraSourceKind, ClockSourceKind, Compression, EncoderChoice, Rate, RateControl, RosDistro,
+    SourceFault, StorageBackend, SyntheticKind,
 };
 
 section! {
@@ -49,6 +50,9 @@ section! {
         metrics: MetricsConfig = MetricsConfig::default(), table();
         /// `[leds]`: which LEDs show which health state.
         leds: LedsConfig = LedsConfig::default(), table();
+        /// `[[camera]]`: cameras encoded to H.265 and recorded beside the
+        /// topics. Default none.
+        camera: Vec<CameraConfig> = Vec::new(), array_of_tables("camera", checks::unique_camera);
     }
 }
 
@@ -262,6 +266,104 @@ section! {
         history: String = "keep_last".to_owned(), read(readers::qos_history);
         /// The reader's depth; 0 = edgerec's default (100). Default 0.
         depth: u32 = 0, int(0..=1_000_000);
+    }
+}
+
+section! {
+    /// One `[[camera]]`: a camera (or a ROS 2 image topic) encoded to H.265
+    /// in process, each access unit one `foxglove_msgs/msg/CompressedVideo`
+    /// message.
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct CameraConfig {
+        /// The camera's name: letters, digits and `_`; unique. Required.
+        name: String = String::new(), read(readers::camera_name),
+            required "add name = \"front\" (letters, digits and `_`)";
+        /// The topic its video is recorded on; empty = `/camera/<name>/h265`
+        /// (default).
+        topic: String = String::new(), read(readers::topic_or_empty);
+        /// `frame_id` of its messages; empty = the camera's name (default).
+        frame_id: String = String::new(), string();
+        /// `test`, `v4l2`, `argus`, `rtsp`, `topic` or `pipeline`. Required.
+        source: CameraSourceKind = CameraSourceKind::Test,
+            choice(&CameraSourceKind::ALL, CameraSourceKind::as_str),
+            required "add source = \"v4l2\" (sources: test, v4l2, argus, rtsp, topic, pipeline)";
+        /// `v4l2`: the device. Default `/dev/video0`.
+        device: PathBuf = PathBuf::from("/dev/video0"), non_empty_path();
+        /// `v4l2`: the pixel format to ask the device for (`YUY2`, `UYVY`,
+        /// `NV12`, `MJPG`, ...); empty = what the device offers (default).
+        format: String = String::new(), string();
+        /// `argus`: the CSI sensor (`sensor-id`); 0 to 15. Default 0.
+        sensor_id: u32 = 0, int(0..=15);
+        /// `argus`: the sensor mode; -1 = chosen by libargus from width,
+        /// height and fps (default); 0 to 31 otherwise.
+        sensor_mode: i32 = -1, int(-1..=31);
+        /// `rtsp`: the stream's URL (`rtsp://host:8554/cam`). Default none.
+        url: String = String::new(), string();
+        /// `topic`: the `sensor_msgs/msg/Image` topic to transcode. Default
+        /// none.
+        input_topic: String = String::new(), read(readers::topic_or_empty);
+        /// `pipeline`: a gst-launch description of a source of raw video
+        /// (`"v4l2src device=/dev/video2 ! videoflip method=rotate-180"`).
+        /// Default none.
+        pipeline: String = String::new(), string();
+        /// `test`: the videotestsrc pattern (`smpte`, `ball`, `snow`, ...).
+        /// Default `smpte`.
+        pattern: String = "smpte".to_owned(), string();
+        /// Picture width in pixels; even, 64 to 8192. Default 1920.
+        width: u32 = 1920, int(64..=8192);
+        /// Picture height in pixels; even, 64 to 8192. Default 1080.
+        height: u32 = 1080, int(64..=8192);
+        /// Frames per second; 1 to 240. Default 30.
+        fps: u32 = 30, int(1..=240);
+        /// `auto`, `nvv4l2h265enc`, `nvh265enc` or `x265enc`. Default `auto`:
+        /// the first of the three GStreamer has.
+        encoder: EncoderChoice = EncoderChoice::Auto,
+            choice(&EncoderChoice::ALL, EncoderChoice::as_str);
+        /// Target bitrate: bit/s, or `"8M"`, `"800k"`. Default 8 Mbit/s.
+        bitrate: u64 = 8_000_000, read(readers::bitrate);
+        /// `cbr` or `vbr`. Default `cbr`.
+        rate_control: RateControl = RateControl::Cbr,
+            choice(&RateControl::ALL, RateControl::as_str);
+        /// Time between keyframes (each carries VPS/SPS/PPS); 100 ms to 60
+        /// s. Default 1 s.
+        keyframe_interval: Duration = secs(1), duration(ms(100)..=secs(60));
+        /// The encoder's speed preset; empty = the fastest that keeps real
+        /// time (default): x265enc `ultrafast`, nvv4l2h265enc `1`
+        /// (UltraFast), nvh265enc `low-latency-hp`.
+        preset: String = String::new(), string();
+        /// `topic`: also record the raw image topic. Default false.
+        record_raw_input: bool = false, boolean();
+    }
+    check checks::camera_consistent;
+}
+
+impl CameraConfig {
+    /// The topic its video is recorded on.
+    pub fn video_topic(&self) -> String {
+        if self.topic.is_empty() {
+            format!("/camera/{}/h265", self.name)
+        } else {
+            self.topic.clone()
+        }
+    }
+
+    /// The `frame_id` of its messages.
+    pub fn frame(&self) -> &str {
+        if self.frame_id.is_empty() {
+            &self.name
+        } else {
+            &self.frame_id
+        }
+    }
+
+    /// A test camera with the required fields given and every other
+    /// field at its default.
+    pub fn test(name: impl Into<String>) -> Self {
+        CameraConfig {
+            name: name.into(),
+            source: CameraSourceKind::Test,
+            ..Self::seed()
+        }
     }
 }
 

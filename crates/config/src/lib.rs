@@ -79,14 +79,14 @@ mod values;
 use std::path::Path;
 
 pub use config::{
-    ClockConfig, Config, HealthConfig, LedsConfig, McapConfig, MetricsConfig, PipelineConfig,
+    CameraConfig, ClockConfig, Config, HealthConfig, LedsConfig, McapConfig, MetricsConfig, PipelineConfig,
     RecordingConfig, RetentionConfig, RosConfig, RosQos, SegmentConfig, SourcesConfig,
     StorageConfig, SyntheticChannel,
 };
 pub use error::ConfigError;
 pub use units::{parse_duration, parse_size, UnitError};
 pub use values::{
-    ClockSourceKind, Compression, Rate, RosDistro, SourceFault, StorageBackend, SyntheticKind,
+    CameraSourceKind, ClockSourceKind, EncoderChoice, RateControl, Compression, Rate, RosDistro, SourceFault, StorageBackend, SyntheticKind,
     HEALTH_STATES,
 };
 

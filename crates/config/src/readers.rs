@@ -474,3 +474,82 @@ mod tests {
         assert!(check_session_prefix("ü").is_err());
     }
 }
+
+/// A camera's name: it becomes part of its default topic
+/// (`/camera/<name>/h265`), so letters, digits and `_`, not starting with
+/// a digit.
+pub(crate) fn camera_name(cx: &Cx, field: &Field) -> Result<String> {
+    let name = cx.string(field)?;
+    let ok = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !ok {
+        return Err(cx.at(
+            field,
+            format!("`{name}` is not a camera name"),
+            Some(
+                "use letters, digits and `_`, starting with a letter (\"front_left\"): the \
+                 name becomes part of the topic /camera/<name>/h265"
+                    .to_owned(),
+            ),
+        ));
+    }
+    Ok(name.to_owned())
+}
+
+/// A fully qualified topic, or empty for the default.
+pub(crate) fn topic_or_empty(cx: &Cx, field: &Field) -> Result<String> {
+    let topic = cx.string(field)?;
+    if topic.is_empty() {
+        return Ok(String::new());
+    }
+    check_topic(topic).map_err(|(message, hint)| cx.at(field, message, hint))?;
+    Ok(topic.to_owned())
+}
+
+/// Lowest and highest encoder bitrate, bit/s.
+const BITRATE_BPS: (u64, u64) = (50_000, 400_000_000);
+
+/// An encoder bitrate in bit/s: an integer, or a string with `k` or `M`
+/// (`"8M"`, `"8Mbit/s"`, `"800k"`).
+pub(crate) fn bitrate(cx: &Cx, field: &Field) -> Result<u64> {
+    let bps = match field.item.as_value() {
+        Some(Value::Integer(value)) => u64::try_from(*value.value()).ok(),
+        Some(Value::String(value)) => {
+            let text = value.value().trim();
+            let text = text
+                .strip_suffix("bit/s")
+                .or_else(|| text.strip_suffix("bps"))
+                .or_else(|| text.strip_suffix("bit"))
+                .unwrap_or(text)
+                .trim();
+            let (number, scale) = match text.char_indices().last() {
+                Some((i, 'k' | 'K')) => (&text[..i], 1e3),
+                Some((i, 'M')) => (&text[..i], 1e6),
+                _ => (text, 1.0),
+            };
+            number
+                .trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|n| n.is_finite() && *n >= 0.0)
+                .map(|n| (n * scale).round() as u64)
+        }
+        _ => None,
+    };
+    let Some(bps) = bps else {
+        return Err(cx.at(
+            field,
+            "expected a bitrate",
+            Some("write bitrate = \"8M\" (8 Mbit/s), \"800k\", or an integer in bit/s".to_owned()),
+        ));
+    };
+    let (low, high) = BITRATE_BPS;
+    if !(low..=high).contains(&bps) {
+        return Err(cx.at(
+            field,
+            format!("must be from {low} to {high} bit/s, got {bps}"),
+            Some("a 1080p30 camera records well at \"4M\" to \"12M\"".to_owned()),
+        ));
+    }
+    Ok(bps)
+}

@@ -263,3 +263,99 @@ pub const HEALTH_STATES: [&str; 6] = [
     "fault",
     "disk-full",
 ];
+
+/// Where a camera's pictures come from (`camera[].source`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CameraSourceKind {
+    /// `videotestsrc`: a generated pattern, for the demo and CI.
+    Test,
+    /// A V4L2 device (`v4l2src`): USB and most MIPI cameras.
+    V4l2,
+    /// A Jetson CSI camera through libargus (`nvarguscamerasrc`).
+    Argus,
+    /// An RTSP stream, decoded and encoded again.
+    Rtsp,
+    /// A ROS 2 `sensor_msgs/msg/Image` topic, transcoded.
+    Topic,
+    /// A gst-launch source description, for anything else.
+    Pipeline,
+}
+
+impl CameraSourceKind {
+    /// Every kind, in the order the TOML spellings are listed.
+    pub const ALL: [CameraSourceKind; 6] = [
+        CameraSourceKind::Test,
+        CameraSourceKind::V4l2,
+        CameraSourceKind::Argus,
+        CameraSourceKind::Rtsp,
+        CameraSourceKind::Topic,
+        CameraSourceKind::Pipeline,
+    ];
+
+    /// The TOML spelling.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            CameraSourceKind::Test => "test",
+            CameraSourceKind::V4l2 => "v4l2",
+            CameraSourceKind::Argus => "argus",
+            CameraSourceKind::Rtsp => "rtsp",
+            CameraSourceKind::Topic => "topic",
+            CameraSourceKind::Pipeline => "pipeline",
+        }
+    }
+}
+
+/// Which H.265 encoder a camera uses (`camera[].encoder`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EncoderChoice {
+    /// The first of nvv4l2h265enc, nvh265enc and x265enc that GStreamer has.
+    Auto,
+    /// Jetson NVENC through V4L2 (`nvv4l2h265enc`).
+    NvV4l2H265Enc,
+    /// Desktop NVIDIA NVENC (`nvh265enc`).
+    NvH265Enc,
+    /// Software, libx265 (`x265enc`).
+    X265Enc,
+}
+
+impl EncoderChoice {
+    /// Every choice, in the order the TOML spellings are listed.
+    pub const ALL: [EncoderChoice; 4] = [
+        EncoderChoice::Auto,
+        EncoderChoice::NvV4l2H265Enc,
+        EncoderChoice::NvH265Enc,
+        EncoderChoice::X265Enc,
+    ];
+
+    /// The TOML spelling (the element's name but for `auto`).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            EncoderChoice::Auto => "auto",
+            EncoderChoice::NvV4l2H265Enc => "nvv4l2h265enc",
+            EncoderChoice::NvH265Enc => "nvh265enc",
+            EncoderChoice::X265Enc => "x265enc",
+        }
+    }
+}
+
+/// Rate control of a camera's encoder (`camera[].rate_control`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RateControl {
+    /// Constant bitrate.
+    Cbr,
+    /// Variable bitrate around the target.
+    Vbr,
+}
+
+impl RateControl {
+    /// Both, in the order the TOML spellings are listed.
+    pub const ALL: [RateControl; 2] = [RateControl::Cbr, RateControl::Vbr];
+
+    /// The TOML spelling.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            RateControl::Cbr => "cbr",
+            RateControl::Vbr => "vbr",
+        }
+    }
+}

@@ -119,6 +119,7 @@ fn defaults_are_the_documented_values() {
             sysfs_root: PathBuf::from("/sys/class/leds"),
             states: vec![],
         },
+        camera: vec![],
     };
     assert_eq!(Config::default(), expected);
 }

@@ -3,3 +3,4 @@
 
 mod errors;
 mod files;
+mod camera;
