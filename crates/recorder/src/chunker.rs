@@ -4,6 +4,18 @@
 //! payload once into the open chunk and hands full or aged chunks to the
 //! compressors, numbered. It sees channels registered at any time: each
 //! pass covers every id in the table.
+//!
+//! It also picks where a segment is cut when there are video channels
+//! (their sources mark key units: [`edgerec_source::SourceSink::push_video`]).
+//! The sequencer, when a split is due, raises `cut_wanted` and asks the
+//! sources for key units; the chunker then keeps writing every channel into
+//! the old segment except that, per video channel, it holds back the key
+//! unit that comes and everything after it. When every video channel that
+//! was active has one held (or after [`CUT_WAIT`]), it closes the chunk,
+//! marks the next one `cut_before` and starts it with what it held. So the
+//! first message of each video channel in every segment is a key unit, and
+//! nothing is dropped or repeated; the old segment runs a few frames past
+//! the split limit, and the two segments overlap in time by as much.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -21,6 +33,16 @@ use crate::Watch;
 /// Drains up to this many envelopes from one channel before moving on.
 pub const BATCH: usize = 256;
 
+/// The longest a cut waits for the video channels' key units: a source
+/// whose encoder ignores the request still makes one within its keyframe
+/// interval (1 s by default); one that has none by then starts the next
+/// segment on a delta frame (logged).
+pub const CUT_WAIT: Duration = Duration::from_secs(2);
+
+/// A video channel that produced nothing for this long is not waited for
+/// (a camera that is down).
+const CUT_ACTIVE: Duration = Duration::from_secs(2);
+
 /// Budget bytes the chunker gives back at once: one atomic per message on
 /// a line the sources also write costs more than the copy.
 const RELEASE_BATCH: u64 = 256 << 10;
@@ -28,6 +50,8 @@ const RELEASE_BATCH: u64 = 256 << 10;
 /// A chunk on its way to a compressor.
 pub(crate) struct ChunkJob {
     pub(crate) no: u64,
+    /// The next segment starts with this chunk.
+    pub(crate) cut_before: bool,
     pub(crate) chunk: OpenChunk,
     /// The last message of each latched channel in this chunk.
     pub(crate) latched: Vec<LatchedMessage>,
@@ -77,6 +101,36 @@ struct ChannelState {
     /// Its last message was large (an eighth of a chunk or more): it is
     /// taken one message at a time.
     large: Vec<bool>,
+    /// When it last had a message (for the cut: which video channels to
+    /// wait for).
+    last_msg: Vec<Option<Instant>>,
+}
+
+impl ChannelState {
+    fn grow(&mut self, id: usize) {
+        if id >= self.seq.len() {
+            self.seq.resize(id + 1, 0);
+            self.seen.resize(id + 1, false);
+            self.latched.resize(id + 1, false);
+            self.large.resize(id + 1, false);
+            self.last_msg.resize(id + 1, None);
+        }
+    }
+}
+
+/// A cut being prepared: per video channel, the key unit it ends on and
+/// what came after it, held back for the next segment.
+struct Cut {
+    since: Instant,
+    /// Video channels to wait for, each with what is held of it (empty
+    /// until its key unit comes).
+    held: BTreeMap<usize, Vec<Queued>>,
+}
+
+impl Cut {
+    fn ready(&self) -> bool {
+        self.held.values().all(|h| !h.is_empty())
+    }
 }
 
 impl Chunker {
@@ -97,11 +151,22 @@ impl Chunker {
             latched_now: BTreeMap::new(),
             next_no: 0,
             opened: None,
+            cut_next: false,
+            to_release: 0,
+        };
+        let cx = Cx {
+            intake: &intake,
+            jobs: &jobs,
+            recycle: &recycle,
+            counters: &counters,
+            stages: &stages,
+            limits: &limits,
+            beat,
         };
         let mut st = ChannelState::default();
         let mut batch: Vec<Queued> = Vec::with_capacity(BATCH);
-        let mut to_release = 0u64;
         let mut closing_pass_done = false;
+        let mut cut: Option<Cut> = None;
         loop {
             beat.beat_progress(out.next_no);
             fault_point(&watch, "chunker");
@@ -115,19 +180,17 @@ impl Chunker {
             // is the last one needed.
             let closed = intake.is_closed();
             intake.doorbell().clear();
-            let mut got = 0usize;
             let table = intake.table();
+            if cut.is_none() && counters.cut_wanted.load(Ordering::Acquire) {
+                cut = Some(start_cut(table, &st));
+            }
+            let mut got = 0usize;
             for n in 1..=table.len() {
                 let Some(ch) = table.get(ChannelId(n as u16)) else {
                     continue;
                 };
                 let id = n;
-                if id >= st.seq.len() {
-                    st.seq.resize(id + 1, 0);
-                    st.seen.resize(id + 1, false);
-                    st.latched.resize(id + 1, false);
-                    st.large.resize(id + 1, false);
-                }
+                st.grow(id);
                 // At most BATCH messages or one chunk's worth of bytes from
                 // a channel per pass, whichever comes first: a channel of
                 // large messages (taken one at a time) cannot hold the pass
@@ -145,44 +208,19 @@ impl Chunker {
                         st.seen[id] = true;
                         st.latched[id] = ch.spec.latched;
                     }
+                    st.last_msg[id] = Some(Instant::now());
                     for q in batch.drain(..) {
                         got += 1;
-                        let env = q.env;
-                        bytes += env.payload.len();
-                        st.large[id] = env.payload.len() >= limits.chunk_size / 8;
-                        let seq = st.seq[id];
-                        st.seq[id] = seq.wrapping_add(1);
-                        if out.b.is_empty() {
-                            out.opened = Some(Instant::now());
+                        bytes += q.env.payload.len();
+                        // Held for the next segment: this video channel's
+                        // key unit and what follows it.
+                        if let Some(held) = cut.as_mut().and_then(|c| c.held.get_mut(&id)) {
+                            if q.key || !held.is_empty() {
+                                held.push(q);
+                                continue;
+                            }
                         }
-                        out.b
-                            .push(id as u16, seq, env.log_time, env.publish_time, &env.payload);
-                        if st.latched[id] {
-                            out.latched_now.insert(
-                                id as u16,
-                                LatchedMessage {
-                                    channel: id as u16,
-                                    sequence: seq,
-                                    log_time: env.log_time,
-                                    publish_time: env.publish_time,
-                                    payload: Arc::from(env.payload.as_slice()),
-                                },
-                            );
-                        }
-                        // The payload is copied (into pool memory); a small
-                        // buffer goes back to its channel for reuse.
-                        if q.charge.reserved {
-                            intake.release(ch, q.charge);
-                        } else {
-                            to_release += q.charge.bytes;
-                        }
-                        intake.recycle(ch, env.payload);
-                        if to_release >= RELEASE_BATCH {
-                            intake.budget().release(std::mem::take(&mut to_release));
-                        }
-                        if out.b.len() >= limits.chunk_size
-                            && !out.send(&jobs, &recycle, &counters, &stages, &limits, beat)
-                        {
+                        if !out.put(&cx, &mut st, ch, id, q) {
                             return;
                         }
                     }
@@ -191,12 +229,14 @@ impl Chunker {
                     }
                 }
             }
-            intake.budget().release(std::mem::take(&mut to_release));
+            intake.budget().release(std::mem::take(&mut out.to_release));
+            if let Some(c) = cut.take_if(|c| c.ready() || c.since.elapsed() >= CUT_WAIT) {
+                if !out.cut(&cx, &mut st, c) {
+                    return;
+                }
+            }
             let aged = out.opened.is_some_and(|t| t.elapsed() >= limits.max_age);
-            if !out.b.is_empty()
-                && aged
-                && !out.send(&jobs, &recycle, &counters, &stages, &limits, beat)
-            {
+            if !out.b.is_empty() && aged && !out.send(&cx) {
                 return;
             }
             if got == 0 {
@@ -224,11 +264,64 @@ impl Chunker {
                 }
             }
         }
+        // The recording ends: what a cut held goes into the last segment.
+        if let Some(mut c) = cut.take() {
+            for (id, held) in std::mem::take(&mut c.held) {
+                let Some(ch) = table_get(&intake, id) else {
+                    continue;
+                };
+                for q in held {
+                    if !out.put(&cx, &mut st, &ch, id, q) {
+                        return;
+                    }
+                }
+            }
+        }
+        intake.budget().release(std::mem::take(&mut out.to_release));
         if !out.b.is_empty() {
-            out.send(&jobs, &recycle, &counters, &stages, &limits, beat);
+            out.send(&cx);
         }
         jobs.close();
     }
+}
+
+fn table_get(intake: &Intake, id: usize) -> Option<Arc<edgerec_source::Channel>> {
+    intake.table().get(ChannelId(id as u16)).cloned()
+}
+
+/// Starts a cut: the video channels that had a message lately are waited
+/// for.
+fn start_cut(table: &edgerec_source::ChannelTable, st: &ChannelState) -> Cut {
+    let mut held = BTreeMap::new();
+    for n in 1..=table.len() {
+        let Some(ch) = table.get(ChannelId(n as u16)) else {
+            continue;
+        };
+        let active = st
+            .last_msg
+            .get(n)
+            .copied()
+            .flatten()
+            .is_some_and(|t| t.elapsed() < CUT_ACTIVE);
+        if ch.is_keyed() && active {
+            held.insert(n, Vec::new());
+        }
+    }
+    Cut {
+        since: Instant::now(),
+        held,
+    }
+}
+
+/// What the chunker's helpers need.
+struct Cx<'a> {
+    intake: &'a Intake,
+    jobs: &'a WorkQueue<ChunkJob>,
+    recycle: &'a Receiver<Vec<u8>>,
+    counters: &'a PipelineCounters,
+    stages: &'a Stages,
+    limits: &'a ChunkLimits,
+    beat: &'a StageBeat,
 }
 
 /// The chunk being built and what goes with it.
@@ -237,39 +330,121 @@ struct Out {
     latched_now: BTreeMap<u16, LatchedMessage>,
     next_no: u64,
     opened: Option<Instant>,
+    /// The next chunk sent starts a segment.
+    cut_next: bool,
+    /// Budget bytes copied and not yet given back.
+    to_release: u64,
 }
 
 impl Out {
+    /// Copies one message into the open chunk (sending it when full);
+    /// false when the pipeline aborted.
+    fn put(
+        &mut self,
+        cx: &Cx,
+        st: &mut ChannelState,
+        ch: &edgerec_source::Channel,
+        id: usize,
+        q: Queued,
+    ) -> bool {
+        let env = q.env;
+        st.large[id] = env.payload.len() >= cx.limits.chunk_size / 8;
+        let seq = st.seq[id];
+        st.seq[id] = seq.wrapping_add(1);
+        if self.b.is_empty() {
+            self.opened = Some(Instant::now());
+        }
+        self.b
+            .push(id as u16, seq, env.log_time, env.publish_time, &env.payload);
+        if st.latched[id] {
+            self.latched_now.insert(
+                id as u16,
+                LatchedMessage {
+                    channel: id as u16,
+                    sequence: seq,
+                    log_time: env.log_time,
+                    publish_time: env.publish_time,
+                    payload: Arc::from(env.payload.as_slice()),
+                },
+            );
+        }
+        // The payload is copied (into pool memory); a small buffer goes
+        // back to its channel for reuse.
+        if q.charge.reserved {
+            cx.intake.release(ch, q.charge);
+        } else {
+            self.to_release += q.charge.bytes;
+        }
+        cx.intake.recycle(ch, env.payload);
+        if self.to_release >= RELEASE_BATCH {
+            cx.intake
+                .budget()
+                .release(std::mem::take(&mut self.to_release));
+        }
+        !(self.b.len() >= cx.limits.chunk_size && !self.send(cx))
+    }
+
+    /// Makes the cut: the open chunk ends the old segment, the next one
+    /// starts the new segment with what the cut held. False when the
+    /// pipeline aborted.
+    fn cut(&mut self, cx: &Cx, st: &mut ChannelState, mut c: Cut) -> bool {
+        let late: Vec<String> = c
+            .held
+            .iter()
+            .filter(|(_, h)| h.is_empty())
+            .filter_map(|(id, _)| table_get(cx.intake, *id).map(|ch| ch.spec.topic.clone()))
+            .collect();
+        if !late.is_empty() {
+            tracing::warn!(
+                "segment cut after {} ms without a key unit from {}: its next segment starts \
+                 on a frame that needs the previous segment to decode",
+                c.since.elapsed().as_millis(),
+                late.join(", ")
+            );
+        }
+        if !self.b.is_empty() && !self.send(cx) {
+            return false;
+        }
+        self.cut_next = true;
+        cx.counters.cut_wanted.store(false, Ordering::Release);
+        for (id, held) in std::mem::take(&mut c.held) {
+            let Some(ch) = table_get(cx.intake, id) else {
+                continue;
+            };
+            for q in held {
+                if !self.put(cx, st, &ch, id, q) {
+                    return false;
+                }
+            }
+        }
+        // A cut with nothing held still needs a chunk to carry the mark:
+        // the next one made, whenever that is.
+        true
+    }
+
     /// Hands the open chunk to the compressors; false when the pipeline
     /// aborted while waiting for room.
-    fn send(
-        &mut self,
-        jobs: &WorkQueue<ChunkJob>,
-        recycle: &Receiver<Vec<u8>>,
-        counters: &PipelineCounters,
-        stages: &Stages,
-        limits: &ChunkLimits,
-        beat: &StageBeat,
-    ) -> bool {
+    fn send(&mut self, cx: &Cx) -> bool {
         // Keep the sequencer's reorder heap within its fixed capacity.
         // Waiting on the stages downstream is not a stall of this one: it
         // beats, and they are watched themselves.
-        while counters.in_flight.load(Ordering::Acquire) >= limits.in_flight {
-            if stages.aborted() {
+        while cx.counters.in_flight.load(Ordering::Acquire) >= cx.limits.in_flight {
+            if cx.stages.aborted() {
                 return false;
             }
-            beat.beat();
+            cx.beat.beat();
             std::thread::sleep(Duration::from_micros(200));
         }
-        counters.in_flight.fetch_add(1, Ordering::AcqRel);
+        cx.counters.in_flight.fetch_add(1, Ordering::AcqRel);
         // Buffers written meanwhile come back here: take() must find one,
         // or it allocates past the pool the budget was charged for.
-        while let Ok(buf) = recycle.try_recv() {
+        while let Ok(buf) = cx.recycle.try_recv() {
             self.b.recycle(buf);
         }
         let chunk = self.b.take();
-        jobs.push(ChunkJob {
+        cx.jobs.push(ChunkJob {
             no: self.next_no,
+            cut_before: std::mem::take(&mut self.cut_next),
             chunk,
             latched: std::mem::take(&mut self.latched_now)
                 .into_values()

@@ -19,6 +19,8 @@ pub(crate) struct Sealed {
     /// Budget bytes held until written (the compressed copy).
     pub(crate) charge: u64,
     pub(crate) latched: Vec<LatchedMessage>,
+    /// The next segment starts with this chunk (see [`crate::chunker`]).
+    pub(crate) cut_before: bool,
 }
 
 impl PartialEq for Sealed {
@@ -71,6 +73,7 @@ pub(crate) fn run(
                 sealed,
                 charge: extra,
                 latched: job.latched,
+                cut_before: job.cut_before,
             })
             .is_err()
         {

@@ -25,4 +25,8 @@ pub(crate) struct PipelineCounters {
     /// The operator asked for a split (`edgerec ctl split`, rosbag2's
     /// `~/split_bagfile`); the sequencer takes it.
     pub(crate) split_requested: AtomicBool,
+    /// The sequencer wants to cut the segment and there are video
+    /// channels: the chunker picks the point, just before their key units,
+    /// and marks the chunk that starts the next segment.
+    pub(crate) cut_wanted: AtomicBool,
 }

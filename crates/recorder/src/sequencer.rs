@@ -132,6 +132,9 @@ pub(crate) struct SequencerState {
     t0: Instant,
     last_tick: Instant,
     out: SequencerOutput,
+    /// A split is due and waits for the chunker's cut before the video
+    /// channels' key units (see [`crate::chunker`]); since when.
+    cut_pending: Option<Instant>,
 }
 
 impl Default for SequencerState {
@@ -146,6 +149,7 @@ impl Default for SequencerState {
             retry_at: None,
             unsynced: VecDeque::new(),
             t0: Instant::now(),
+            cut_pending: None,
             last_tick: Instant::now(),
             out: SequencerOutput::default(),
         }
@@ -226,13 +230,18 @@ impl Sequencer {
 
     /// One chunk in order: split if due, ask for room, write, count.
     fn write(&mut self, s: Sealed) {
-        if let Some(seg) = &self.segment {
+        if s.cut_before {
+            self.state.cut_pending = None;
+        }
+        if s.cut_before && self.segment.is_some() && self.state.progress.chunks > 0 {
+            self.split_now();
+        } else if let Some(seg) = &self.segment {
             if self
                 .state
                 .progress
                 .should_split(&self.split, seg.position(), &s.sealed)
             {
-                self.split_now();
+                self.want_split();
             }
         }
         if self.segment.is_some() && self.state.space_pause.is_none() {
@@ -323,15 +332,46 @@ impl Sequencer {
         }
     }
 
+    /// A split is due. Without video channels it is made now; with them
+    /// the chunker is asked to cut just before their key units, and the
+    /// split is made at the chunk it marks (the old segment takes the
+    /// chunks until then). If no marked chunk comes well after the
+    /// chunker's own limit, the split is made anyway.
+    fn want_split(&mut self) {
+        if let Some(since) = self.state.cut_pending {
+            if since.elapsed() >= 3 * crate::chunker::CUT_WAIT {
+                tracing::warn!(
+                    "no segment cut from the chunker after {} ms: splitting here",
+                    since.elapsed().as_millis()
+                );
+                self.state.cut_pending = None;
+                self.counters.cut_wanted.store(false, Ordering::Release);
+                self.split_now();
+            }
+            return;
+        }
+        let table = self.intake.table();
+        let video =
+            (1..=table.len()).any(|n| table.get(ChannelId(n as u16)).is_some_and(|c| c.is_keyed()));
+        if video {
+            self.state.cut_pending = Some(Instant::now());
+            self.counters.cut_wanted.store(true, Ordering::Release);
+            self.intake.request_key_units();
+        } else {
+            self.split_now();
+        }
+    }
+
     /// A split the operator asked for: now, when the open segment holds
-    /// anything new (a segment of nothing but latched repeats is not cut).
+    /// anything new (a segment of nothing but latched repeats is not cut),
+    /// or at the next key units when there are video channels.
     fn take_split_request(&mut self) {
         if self.segment.is_some()
             && self.state.progress.chunks > 0
             && self.counters.split_requested.swap(false, Ordering::Relaxed)
         {
             tracing::info!("split requested");
-            self.split_now();
+            self.want_split();
         }
     }
 

@@ -91,6 +91,17 @@ pub struct Channel {
     /// made when the first one comes back (a channel of large messages
     /// never has one).
     pub(crate) returns: std::sync::OnceLock<Box<ReturnPool>>,
+    /// Its source marks key units ([`crate::SourceSink::push_key`]): a
+    /// video channel. The recorder then cuts segments just before one of
+    /// them, so every segment of it starts where a decoder can.
+    pub(crate) keyed: std::sync::atomic::AtomicBool,
+}
+
+impl Channel {
+    /// True when its source marks key units (a video channel).
+    pub fn is_keyed(&self) -> bool {
+        self.keyed.load(Ordering::Relaxed)
+    }
 }
 
 impl std::fmt::Debug for Channel {

@@ -3,7 +3,7 @@
 //! the memory budget, the doorbell that wakes the chunker, the recording
 //! clock, and the paused and closed switches.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::budget::MemoryBudget;
@@ -30,6 +30,9 @@ pub struct Intake {
     pub(crate) held: AtomicBool,
     /// The recording is over: pushes are refused and counted.
     pub(crate) closed: AtomicBool,
+    /// Bumped each time the recorder wants a key unit from every video
+    /// channel (a segment is about to be cut).
+    pub(crate) key_requests: AtomicU64,
 }
 
 impl Intake {
@@ -48,6 +51,7 @@ impl Intake {
             paused: AtomicBool::new(false),
             held: AtomicBool::new(false),
             closed: AtomicBool::new(false),
+            key_requests: AtomicU64::new(0),
         })
     }
 
@@ -114,6 +118,19 @@ impl Intake {
     /// True once closed.
     pub fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Acquire)
+    }
+
+    /// Asks every source of a keyed (video) channel for a key unit as soon
+    /// as it can make one: the recorder is about to cut a segment, and
+    /// cuts it just before the key units.
+    pub fn request_key_units(&self) {
+        self.key_requests.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// How many times key units were asked for; a source that sees it grow
+    /// asks its encoder for one (GStreamer's force-key-unit event).
+    pub fn key_unit_requests(&self) -> u64 {
+        self.key_requests.load(Ordering::Acquire)
     }
 
     /// Moves up to `max` of `channel`'s queued messages, oldest first,

@@ -35,6 +35,9 @@ pub struct Queued {
     pub env: Envelope,
     /// What it holds of the budget until the chunker has copied it.
     pub charge: Charge,
+    /// A key unit (a keyframe with its parameter sets): a point a decoder
+    /// can start from, where the recorder may cut a segment.
+    pub key: bool,
 }
 
 /// Slots every channel's queue starts with.
@@ -151,6 +154,7 @@ mod tests {
                 bytes: 1,
                 reserved: false,
             },
+            key: false,
         }
     }
 

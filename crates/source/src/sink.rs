@@ -180,8 +180,37 @@ impl SourceSink {
     /// the returned reason says why.
     #[inline]
     pub fn push(&self, env: Envelope) -> Result<(), Dropped> {
+        self.push_marked(env, false)
+    }
+
+    /// Like [`push`](Self::push), for a message of a video channel, saying
+    /// whether it is a key unit (a keyframe with its parameter sets). The
+    /// first call makes the channel keyed: from then on the recorder cuts
+    /// segments just before one of its key units (asking for one through
+    /// [`key_unit_requests`](Self::key_unit_requests)), so each segment of
+    /// it decodes on its own.
+    #[inline]
+    pub fn push_video(&self, env: Envelope, key: bool) -> Result<(), Dropped> {
+        if let Some(ch) = self.intake.table.get(env.channel) {
+            if !ch.keyed.load(Ordering::Relaxed) {
+                ch.keyed.store(true, Ordering::Relaxed);
+            }
+        }
+        self.push_marked(env, key)
+    }
+
+    /// How many times the recorder has asked for key units (see
+    /// [`Intake::request_key_units`]); a video source compares it with the
+    /// last value it saw.
+    #[inline]
+    pub fn key_unit_requests(&self) -> u64 {
+        self.intake.key_unit_requests()
+    }
+
+    #[inline]
+    fn push_marked(&self, env: Envelope, key: bool) -> Result<(), Dropped> {
         let channel = env.channel;
-        match self.try_push(env) {
+        match self.try_push_marked(env, key) {
             Ok(()) => Ok(()),
             Err((Dropped::Held, _)) => Err(Dropped::Held),
             Err((why, _)) => {
@@ -201,6 +230,11 @@ impl SourceSink {
     /// offers it again. A real source uses `push`.
     #[inline]
     pub fn try_push(&self, env: Envelope) -> Result<(), (Dropped, Envelope)> {
+        self.try_push_marked(env, false)
+    }
+
+    #[inline]
+    fn try_push_marked(&self, env: Envelope, key: bool) -> Result<(), (Dropped, Envelope)> {
         self.alive();
         let intake = &*self.intake;
         let Some(ch) = intake.table.get(env.channel) else {
@@ -225,7 +259,7 @@ impl SourceSink {
             None => return Err((Dropped::Budget, env)),
         };
         let len = env.payload.len() as u64;
-        match ch.queue.push(Queued { env, charge }) {
+        match ch.queue.push(Queued { env, charge, key }) {
             Ok(()) => {
                 ch.counters.accepted.fetch_add(1, Ordering::Relaxed);
                 ch.counters.bytes.fetch_add(len, Ordering::Relaxed);

@@ -96,6 +96,7 @@ impl ChannelTable {
             queue: ChannelQueue::new(self.queue_capacity),
             floor_bytes: AtomicU64::new(0),
             returns: std::sync::OnceLock::new(),
+            keyed: std::sync::atomic::AtomicBool::new(false),
         });
         // Set once: ids only grow, under the lock.
         let _ = block[n % BLOCK].set(channel);
