@@ -322,10 +322,7 @@ pub(crate) fn unique_camera(cx: &Cx, entries: &[Table], cameras: &[CameraConfig]
         );
     }
     let topic = new.video_topic();
-    if let Some(first) = cameras[..len]
-        .iter()
-        .position(|c| c.video_topic() == topic)
-    {
+    if let Some(first) = cameras[..len].iter().position(|c| c.video_topic() == topic) {
         return clash(
             &format!("duplicate camera topic `{topic}`"),
             first,

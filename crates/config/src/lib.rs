@@ -79,15 +79,15 @@ mod values;
 use std::path::Path;
 
 pub use config::{
-    CameraConfig, ClockConfig, Config, HealthConfig, LedsConfig, McapConfig, MetricsConfig, PipelineConfig,
-    RecordingConfig, RetentionConfig, RosConfig, RosQos, SegmentConfig, SourcesConfig,
-    StorageConfig, SyntheticChannel,
+    CameraConfig, ClockConfig, Config, HealthConfig, LedsConfig, McapConfig, MetricsConfig,
+    PipelineConfig, RecordingConfig, RetentionConfig, RosConfig, RosQos, SegmentConfig,
+    SourcesConfig, StorageConfig, SyntheticChannel,
 };
 pub use error::ConfigError;
 pub use units::{parse_duration, parse_size, UnitError};
 pub use values::{
-    CameraSourceKind, ClockSourceKind, EncoderChoice, RateControl, Compression, Rate, RosDistro, SourceFault, StorageBackend, SyntheticKind,
-    HEALTH_STATES,
+    CameraSourceKind, ClockSourceKind, Compression, EncoderChoice, Rate, RateControl, RosDistro,
+    SourceFault, StorageBackend, SyntheticKind, HEALTH_STATES,
 };
 
 impl Config {

@@ -52,6 +52,7 @@ pub struct StatsTable {
 }
 
 impl StatsTable {
+    #[cfg_attr(not(any(feature = "dds", feature = "r2r")), allow(dead_code))]
     pub(crate) fn counters(&self, key: &TopicKey) -> Arc<TopicCounters> {
         let mut t = self.topics.lock().unwrap_or_else(|p| p.into_inner());
         t.entry(key.clone()).or_default().clone()

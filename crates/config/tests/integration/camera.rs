@@ -60,7 +60,11 @@ preset = "superfast"
     assert_eq!(cam.bitrate, 12_500_000);
     assert_eq!(cam.rate_control, RateControl::Vbr);
     assert_eq!(cam.keyframe_interval, Duration::from_millis(500));
-    for (text, bps) in [("800000", 800_000), ("\"800k\"", 800_000), ("\"4Mbit/s\"", 4_000_000)] {
+    for (text, bps) in [
+        ("800000", 800_000),
+        ("\"800k\"", 800_000),
+        ("\"4Mbit/s\"", 4_000_000),
+    ] {
         let cfg = parse(&format!(
             "[[camera]]\nname = \"a\"\nsource = \"test\"\nbitrate = {text}\n"
         ))
@@ -90,7 +94,10 @@ fn a_source_without_what_it_needs_is_an_error_at_the_source() {
 #[test]
 fn bad_values_name_the_key_and_the_fix() {
     let err = error("[[camera]]\nname = \"a\"\nsource = \"test\"\nwidth = 641\n");
-    assert_eq!((err.line, err.key.as_deref()), (Some(4), Some("camera[0].width")));
+    assert_eq!(
+        (err.line, err.key.as_deref()),
+        (Some(4), Some("camera[0].width"))
+    );
     assert_eq!(err.message, "must be even for 4:2:0 video, got 641");
     assert_eq!(err.hint.as_deref(), Some("use 640 or 642"));
     let err = error("[[camera]]\nname = \"front-left\"\nsource = \"test\"\n");
@@ -100,10 +107,18 @@ fn bad_values_name_the_key_and_the_fix() {
     let err = error("[[camera]]\nname = \"a\"\nsource = \"test\"\nbitrate = \"fast\"\n");
     assert_eq!(err.message, "expected a bitrate");
     let err = error("[[camera]]\nname = \"a\"\nsource = \"test\"\nbitrate = \"900M\"\n");
-    assert_eq!(err.message, "must be from 50000 to 400000000 bit/s, got 900000000");
-    let err = error("[[camera]]\nname = \"a\"\nsource = \"test\"\nfps = 5\nkeyframe_interval = \"100ms\"\n");
+    assert_eq!(
+        err.message,
+        "must be from 50000 to 400000000 bit/s, got 900000000"
+    );
+    let err = error(
+        "[[camera]]\nname = \"a\"\nsource = \"test\"\nfps = 5\nkeyframe_interval = \"100ms\"\n",
+    );
     assert_eq!(err.key.as_deref(), Some("camera[0].keyframe_interval"));
-    assert_eq!(err.message, "a keyframe interval of 100ms holds no frame at 5 fps");
+    assert_eq!(
+        err.message,
+        "a keyframe interval of 100ms holds no frame at 5 fps"
+    );
     let err = error("[[camera]]\nsource = \"test\"\n");
     assert!(err.message.contains("name"), "{err}");
 }
@@ -113,7 +128,10 @@ fn two_cameras_cannot_share_a_name_or_a_topic() {
     let err = error(
         "[[camera]]\nname = \"a\"\nsource = \"test\"\n\n[[camera]]\nname = \"a\"\nsource = \"test\"\n",
     );
-    assert_eq!((err.line, err.key.as_deref()), (Some(6), Some("camera[1].name")));
+    assert_eq!(
+        (err.line, err.key.as_deref()),
+        (Some(6), Some("camera[1].name"))
+    );
     assert_eq!(err.message, "duplicate camera name `a`");
     assert_eq!(
         err.hint.as_deref(),
@@ -122,6 +140,9 @@ fn two_cameras_cannot_share_a_name_or_a_topic() {
     let err = error(
         "[[camera]]\nname = \"a\"\nsource = \"test\"\n\n[[camera]]\nname = \"b\"\nsource = \"test\"\ntopic = \"/camera/a/h265\"\n",
     );
-    assert_eq!((err.line, err.key.as_deref()), (Some(8), Some("camera[1].topic")));
+    assert_eq!(
+        (err.line, err.key.as_deref()),
+        (Some(8), Some("camera[1].topic"))
+    );
     assert_eq!(err.message, "duplicate camera topic `/camera/a/h265`");
 }

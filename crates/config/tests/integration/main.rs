@@ -1,6 +1,6 @@
 //! Integration tests of edgerec-config, by theme: the shipped files and the
 //! defaults, then one test per class of error.
 
+mod camera;
 mod errors;
 mod files;
-mod camera;

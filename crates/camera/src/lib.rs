@@ -1,0 +1,25 @@
+//! Cameras, and ROS 2 image topics, encoded to H.265 in process and
+//! recorded beside the topics: one `foxglove_msgs/msg/CompressedVideo` per
+//! access unit, on the recording clock, every segment starting on a key
+//! unit (the recorder cuts before one; see `edgerec-recorder`'s chunker).
+//!
+//! - [`encoder`]: which encoder (`nvv4l2h265enc`, `nvh265enc`, `x265enc`)
+//!   and its properties, pure;
+//! - [`launch`]: the pipeline description per source, pure;
+//! - [`timing`]: capture instants on the recording clock, frame gaps;
+//! - [`nal`], [`message`]: access units and their messages;
+//! - [`image`]: `sensor_msgs/msg/Image` in, raw video caps out;
+//! - [`source`]: the [`CameraSource`] the supervisor runs, one GStreamer
+//!   pipeline on its own thread.
+#![deny(missing_docs)]
+
+pub mod encoder;
+pub mod image;
+pub mod launch;
+pub mod message;
+pub mod nal;
+pub mod source;
+pub mod timing;
+
+pub use image::{feed, ImageFeed, ImageTap};
+pub use source::{CameraError, CameraSource, CameraStats};
