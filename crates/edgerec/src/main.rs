@@ -21,6 +21,7 @@ use edgerec_recorder::{
 use edgerec_source::RecordingClock;
 use edgerec_synthetic::SyntheticSource;
 
+mod cameras;
 mod controls;
 mod daemon;
 #[cfg(feature = "fault-injection")]
@@ -419,7 +420,14 @@ fn start_and_record(
     quiet: bool,
     start_paused: bool,
 ) -> ExitCode {
-    let ros = match ros::source(cfg) {
+    let (cameras, taps) = match cameras::sources(cfg) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("edgerec: {}: {e:#}", config.display());
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
+    let ros = match ros::source(cfg, taps) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("edgerec: {}: {e:#}", config.display());
@@ -446,6 +454,7 @@ fn start_and_record(
                 .with_controls(controls)
         }),
         dir: session_dir,
+        cameras,
     };
     match record(cfg, daemon, session, limit, report_json, quiet) {
         Ok(Ended::Clean) => ExitCode::SUCCESS,
@@ -483,6 +492,8 @@ struct Session {
     ros: Option<edgerec_ros::dds::DdsSource>,
     /// The bag directory (`edgerec record -o`); else a new one under the root.
     dir: Option<PathBuf>,
+    /// The cameras.
+    cameras: Vec<edgerec_camera::CameraSource>,
 }
 
 /// Records until stopped, the time limit, or a stage of the pipeline dies.
@@ -509,6 +520,9 @@ fn record(
     let mut sources = SyntheticSource::from_config(&cfg.sources.synthetic);
     if let Some(r) = session.ros {
         sources.push(Box::new(r));
+    }
+    for c in session.cameras {
+        sources.push(Box::new(c));
     }
     if sources.is_empty() {
         tracing::warn!("no sources configured: the recording will hold only edgerec's own topics");

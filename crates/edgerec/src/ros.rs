@@ -66,14 +66,32 @@ pub fn options(cfg: &Config) -> anyhow::Result<RosOptions> {
     })
 }
 
-/// The ROS 2 source (DDS backend), or `None` when `[ros]` is off.
-pub fn source(cfg: &Config) -> anyhow::Result<Option<DdsSource>> {
-    if !cfg.ros.enabled {
+/// The ROS 2 source (DDS backend), or `None` when `[ros]` is off and no
+/// camera transcodes a topic. `taps` are the cameras' input topics: (topic,
+/// record it too, where its images go). With `[ros]` off they are the only
+/// topics it subscribes to.
+pub fn source(
+    cfg: &Config,
+    taps: Vec<(String, bool, edgerec_camera::ImageTap)>,
+) -> anyhow::Result<Option<DdsSource>> {
+    if !cfg.ros.enabled && taps.is_empty() {
         return Ok(None);
     }
-    let opts = options(cfg)?;
+    let mut opts = options(cfg)?;
+    if !cfg.ros.enabled {
+        opts.selection = SelectionOptions::default();
+    }
     let defs = PathDefinitions(DefinitionResolver::new(opts.msg_paths.clone()));
-    let source = DdsSource::new(opts, Arc::new(defs))?;
+    let taps = taps
+        .into_iter()
+        .map(|(topic, record, tap)| edgerec_ros::setup::Tap {
+            topic,
+            type_name: "sensor_msgs/msg/Image".to_owned(),
+            record,
+            f: Arc::new(move |bytes: &[u8], at: u64| tap.offer(bytes, at)),
+        })
+        .collect();
+    let source = DdsSource::new(opts, Arc::new(defs))?.with_taps(taps)?;
     source.probe().map_err(|e| {
         anyhow::anyhow!(
             "ROS 2 over DDS cannot start: {e}; check CYCLONEDDS_URI (when set) and that a network interface with multicast is up, or set ros.enabled = false"

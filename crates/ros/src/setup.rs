@@ -25,6 +25,37 @@ pub struct RosSetup {
     pub defs: Arc<dyn Definitions>,
     /// Per-topic counts and warnings, for the status.
     pub stats: Arc<StatsTable>,
+    /// Topics whose messages also go to another source (a camera that
+    /// transcodes an image topic).
+    pub taps: Vec<Tap>,
+}
+
+/// Receives each message of a topic as it arrives: the serialized bytes
+/// (with their encapsulation header) and the receive time on the recording
+/// clock. Called on a DDS listener thread: it must not block.
+pub type TapFn = Arc<dyn Fn(&[u8], u64) + Send + Sync>;
+
+/// A topic another source takes its input from.
+#[derive(Clone)]
+pub struct Tap {
+    /// The topic, fully qualified.
+    pub topic: String,
+    /// The type the tap understands (`sensor_msgs/msg/Image`); a publisher
+    /// of another type is not tapped (and warned about).
+    pub type_name: String,
+    /// Also record the topic itself.
+    pub record: bool,
+    /// Where its messages go.
+    pub f: TapFn,
+}
+
+impl std::fmt::Debug for Tap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tap")
+            .field("topic", &self.topic)
+            .field("record", &self.record)
+            .finish_non_exhaustive()
+    }
 }
 
 impl RosSetup {
@@ -38,7 +69,44 @@ impl RosSetup {
             selection,
             defs,
             stats: Arc::new(StatsTable::default()),
+            taps: Vec::new(),
         })
+    }
+
+    /// Also subscribes to each tap's topic (added to the listed topics)
+    /// and hands its messages to the tap.
+    pub fn with_taps(mut self, taps: Vec<Tap>) -> Result<Self, RosError> {
+        if taps.is_empty() {
+            return Ok(self);
+        }
+        for t in &taps {
+            if !self.opts.selection.topics.contains(&t.topic) {
+                self.opts.selection.topics.push(t.topic.clone());
+            }
+        }
+        self.selection = TopicSelection::new(
+            &self.opts.selection,
+            &self.opts.namespace,
+            &self.opts.node_name,
+        )?;
+        self.taps = taps;
+        Ok(self)
+    }
+
+    /// What happens to a topic about to be subscribed: the tap that takes
+    /// it (if its type is the tap's), and whether it is recorded.
+    pub fn tap_for(&self, key: &TopicKey) -> (Option<TapFn>, bool) {
+        let Some(t) = self.taps.iter().find(|t| t.topic == key.topic) else {
+            return (None, true);
+        };
+        if t.type_name != key.type_name {
+            self.warn(format!(
+                "{} is published as {}, not {}: it is not transcoded",
+                key.topic, key.type_name, t.type_name
+            ));
+            return (None, true);
+        }
+        (Some(t.f.clone()), t.record)
     }
 
     /// An empty graph for a new run.

@@ -84,6 +84,12 @@ impl DdsSource {
         self
     }
 
+    /// Also hands each tap's topic to it (see [`RosSetup::with_taps`]).
+    pub fn with_taps(mut self, taps: Vec<crate::setup::Tap>) -> Result<Self, RosError> {
+        self.setup = self.setup.with_taps(taps)?;
+        Ok(self)
+    }
+
     /// Per-topic counts (received, lost upstream), for the status.
     pub fn stats(&self) -> Arc<StatsTable> {
         self.setup.stats.clone()
@@ -185,15 +191,20 @@ impl Source for DdsSource {
                         offers,
                         type_hash,
                     } => {
-                        let spec =
-                            setup.channel_spec(&key, &request, &offers, type_hash.as_deref());
-                        let channel = sink.register(spec)?;
+                        let (tap, record) = setup.tap_for(&key);
+                        let channel = if record {
+                            let spec =
+                                setup.channel_spec(&key, &request, &offers, type_hash.as_deref());
+                            Some(sink.register(spec)?)
+                        } else {
+                            None
+                        };
                         let r = reader::TopicReader::new(
                             &dp,
                             &key,
                             &request,
                             sink,
-                            channel,
+                            (channel, tap),
                             &setup.stats,
                         )
                         .map_err(device)?;

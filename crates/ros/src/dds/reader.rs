@@ -15,6 +15,7 @@ use super::ffi::{self, Participant};
 use crate::graph::TopicKey;
 use crate::names;
 use crate::qos::RequestQos;
+use crate::setup::TapFn;
 use crate::stats::{StatsTable, TopicCounters};
 use crate::RosError;
 
@@ -22,7 +23,9 @@ use crate::RosError;
 /// the listener's argument, freed only after the reader is deleted.
 struct ListenerCtx {
     sink: SourceSink,
-    channel: ChannelId,
+    /// The channel it is recorded on; none when it is only tapped.
+    channel: Option<ChannelId>,
+    tap: Option<TapFn>,
     counters: Arc<TopicCounters>,
     failure: Mutex<Option<String>>,
     /// The last source timestamp of each writer (publication handle) seen
@@ -63,16 +66,23 @@ fn take_all(reader: dds_entity_t, ctx: &ListenerCtx) {
         }
         ctx.counters.received.fetch_add(1, Ordering::Relaxed);
         let log_time = ctx.sink.now_ns();
+        if let Some(tap) = &ctx.tap {
+            tap(bytes, log_time);
+        }
+        let Some(channel) = ctx.channel else {
+            ctx.sink.alive();
+            return;
+        };
         let publish_time = u64::try_from(s.source_timestamp)
             .ok()
             .filter(|t| *t > 0)
             .unwrap_or(log_time);
-        let mut payload = ctx.sink.buffer(ctx.channel, bytes.len());
+        let mut payload = ctx.sink.buffer(channel, bytes.len());
         payload.extend_from_slice(bytes);
         // A refusal (queue full, budget spent, paused) is counted on the
         // channel by the sink.
         let _ = ctx.sink.push(Envelope {
-            channel: ctx.channel,
+            channel,
             log_time,
             publish_time,
             payload,
@@ -97,13 +107,14 @@ pub struct TopicReader {
 unsafe impl Send for TopicReader {}
 
 impl TopicReader {
-    /// Creates the topic and its reader; data flows into `channel`.
+    /// Creates the topic and its reader; data flows into `channel` and to
+    /// the tap, each when there is one.
     pub fn new(
         dp: &Participant,
         key: &TopicKey,
         request: &RequestQos,
         sink: &SourceSink,
-        channel: ChannelId,
+        (channel, tap): (Option<ChannelId>, Option<TapFn>),
         stats: &StatsTable,
     ) -> Result<Self, RosError> {
         let dds_type = names::dds_type(&key.type_name).ok_or_else(|| RosError::Middleware {
@@ -114,6 +125,7 @@ impl TopicReader {
         let ctx = Box::new(ListenerCtx {
             sink: sink.clone(),
             channel,
+            tap,
             counters: stats.counters(key),
             failure: Mutex::new(None),
             last_seen: Arc::new(Mutex::new(HashMap::new())),
@@ -162,6 +174,7 @@ impl TopicReader {
         let ctx = Box::new(ListenerCtx {
             sink: old.sink.clone(),
             channel: old.channel,
+            tap: old.tap.clone(),
             counters: old.counters.clone(),
             failure: Mutex::new(None),
             last_seen: old.last_seen.clone(),
@@ -184,7 +197,9 @@ impl TopicReader {
         c.lost.store(lost, Ordering::Relaxed);
         c.rejected.store(rejected, Ordering::Relaxed);
         // On the channel too: the status and each file's edgerec.drops.
-        ctx.sink.set_upstream_lost(ctx.channel, lost + rejected);
+        if let Some(ch) = ctx.channel {
+            ctx.sink.set_upstream_lost(ch, lost + rejected);
+        }
     }
 
     /// Why the listener failed, if it did.

@@ -1,0 +1,25 @@
+//! `[[camera]]` of the configuration into camera sources; a `topic` camera
+//! gets the image feed the ROS 2 source fills.
+
+use anyhow::Context;
+use edgerec_camera::{CameraSource, ImageTap};
+use edgerec_config::{CameraSourceKind, Config};
+
+/// The cameras, each checked (GStreamer, encoder, elements, pipeline), and
+/// the taps the ROS 2 source must fill: (input topic, record it too, tap).
+pub fn sources(cfg: &Config) -> anyhow::Result<(Vec<CameraSource>, Vec<(String, bool, ImageTap)>)> {
+    let mut cams = Vec::new();
+    let mut taps = Vec::new();
+    for (i, c) in cfg.camera.iter().enumerate() {
+        let feed = if c.source == CameraSourceKind::Topic {
+            let (tap, feed) = edgerec_camera::feed();
+            taps.push((c.input_topic.clone(), c.record_raw_input, tap));
+            Some(feed)
+        } else {
+            None
+        };
+        let cam = CameraSource::new(c, feed).with_context(|| format!("camera[{i}]"))?;
+        cams.push(cam);
+    }
+    Ok((cams, taps))
+}
