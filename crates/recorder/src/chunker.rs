@@ -381,7 +381,7 @@ impl Out {
                 .budget()
                 .release(std::mem::take(&mut self.to_release));
         }
-        !(self.b.len() >= cx.limits.chunk_size && !self.send(cx))
+        self.b.len() < cx.limits.chunk_size || self.send(cx)
     }
 
     /// Makes the cut: the open chunk ends the old segment, the next one
