@@ -5,9 +5,13 @@ use anyhow::Context;
 use edgerec_camera::{CameraSource, ImageTap};
 use edgerec_config::{CameraSourceKind, Config};
 
+/// A topic camera's input: (input topic, record it too, where its images
+/// go).
+pub type TopicInput = (String, bool, ImageTap);
+
 /// The cameras, each checked (GStreamer, encoder, elements, pipeline), and
-/// the taps the ROS 2 source must fill: (input topic, record it too, tap).
-pub fn sources(cfg: &Config) -> anyhow::Result<(Vec<CameraSource>, Vec<(String, bool, ImageTap)>)> {
+/// the inputs the ROS 2 source must fill.
+pub fn sources(cfg: &Config) -> anyhow::Result<(Vec<CameraSource>, Vec<TopicInput>)> {
     let mut cams = Vec::new();
     let mut taps = Vec::new();
     for (i, c) in cfg.camera.iter().enumerate() {

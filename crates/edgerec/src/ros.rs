@@ -72,7 +72,7 @@ pub fn options(cfg: &Config) -> anyhow::Result<RosOptions> {
 /// topics it subscribes to.
 pub fn source(
     cfg: &Config,
-    taps: Vec<(String, bool, edgerec_camera::ImageTap)>,
+    taps: Vec<crate::cameras::TopicInput>,
 ) -> anyhow::Result<Option<DdsSource>> {
     if !cfg.ros.enabled && taps.is_empty() {
         return Ok(None);
