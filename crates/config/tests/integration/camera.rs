@@ -6,15 +6,15 @@ use std::time::Duration;
 
 use edgerec_config::{CameraSourceKind, Config, ConfigError, EncoderChoice, RateControl};
 
-fn parse(text: &str) -> Result<Config, ConfigError> {
-    Config::parse(text, Path::new("edgerec.toml"))
+fn parse(text: &str) -> Result<Config, Box<ConfigError>> {
+    Config::parse(text, Path::new("edgerec.toml")).map_err(Box::new)
 }
 
 #[track_caller]
 fn error(text: &str) -> ConfigError {
     match parse(text) {
         Ok(config) => panic!("accepted {text:?} as {:?}", config.camera),
-        Err(err) => err,
+        Err(err) => *err,
     }
 }
 
