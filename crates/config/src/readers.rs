@@ -447,34 +447,6 @@ pub(crate) fn qos_history(cx: &Cx, field: &Field) -> Result<String> {
     qos_choice(cx, field, &["keep_last", "keep_all", "system_default"])
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn topic_rules() {
-        for good in ["/imu", "/imu/data", "/a_b/C9", "/_private"] {
-            assert_eq!(check_topic(good), Ok(()), "{good}");
-        }
-        for bad in [
-            "imu", "", "/", "/imu/", "/a//b", "/a-b", "/a b", "/9imu", "/cam/2d",
-        ] {
-            assert!(check_topic(bad).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn session_prefix_rules() {
-        assert_eq!(check_session_prefix("edgerec"), Ok(()));
-        assert_eq!(check_session_prefix("car-07_run"), Ok(()));
-        assert_eq!(check_session_prefix(&"a".repeat(64)), Ok(()));
-        assert!(check_session_prefix(&"a".repeat(65)).is_err());
-        assert!(check_session_prefix("").is_err());
-        assert!(check_session_prefix("a/b").is_err());
-        assert!(check_session_prefix("ü").is_err());
-    }
-}
-
 /// A camera's name: it becomes part of its default topic
 /// (`/camera/<name>/h265`), so letters, digits and `_`, not starting with
 /// a digit.
@@ -552,4 +524,32 @@ pub(crate) fn bitrate(cx: &Cx, field: &Field) -> Result<u64> {
         ));
     }
     Ok(bps)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn topic_rules() {
+        for good in ["/imu", "/imu/data", "/a_b/C9", "/_private"] {
+            assert_eq!(check_topic(good), Ok(()), "{good}");
+        }
+        for bad in [
+            "imu", "", "/", "/imu/", "/a//b", "/a-b", "/a b", "/9imu", "/cam/2d",
+        ] {
+            assert!(check_topic(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn session_prefix_rules() {
+        assert_eq!(check_session_prefix("edgerec"), Ok(()));
+        assert_eq!(check_session_prefix("car-07_run"), Ok(()));
+        assert_eq!(check_session_prefix(&"a".repeat(64)), Ok(()));
+        assert!(check_session_prefix(&"a".repeat(65)).is_err());
+        assert!(check_session_prefix("").is_err());
+        assert!(check_session_prefix("a/b").is_err());
+        assert!(check_session_prefix("ü").is_err());
+    }
 }
