@@ -7,18 +7,23 @@ edgerec), and for one topic of foxglove_msgs/msg/CompressedVideo checks:
 
   * every message: format "h265", an Annex B access unit, timestamp ==
     publish_time, capture times strictly increasing (and, with --fps, each
-    gap within --gap-tolerance of 1/fps, gaps of whole lost frames allowed
-    only with --allow-gaps);
+    gap within --gap-tolerance-ms of 1/fps; with --allow-gaps a gap of
+    whole frames is allowed and its frames are reported as missing_frames,
+    for the caller to compare with the loss edgerec counted);
   * per segment: the first message is an IRAP picture (NAL types 16..21)
     carrying VPS, SPS and PPS (32, 33, 34); the segment's access units,
     written out alone, decode with ffprobe (an independent decoder:
     libavcodec) to exactly as many frames as there are messages; with
-    --per-segment N, each full segment (all but the last) holds N +/- 3;
+    --per-segment N, each segment between the first and the last holds
+    N +/- 3 and none more than N + 3;
   * with --pattern P --width W --height H: the decoded pictures are the
     videotestsrc pattern P frame for frame (luma PSNR >= --psnr against
     the same frame rendered by GStreamer, and clearly below against a frame
     5 further on, so the match is not just "some picture");
-  * with --expect-frames N: N messages in all.
+  * with --expect-frames N: N messages in all;
+  * with --keyframe-after-gap-ms G: after every gap longer than G (a
+    camera that failed and was restarted) the next frame is an IRAP with
+    its parameter sets: the camera resumed on a keyframe.
 
 usage: verify_video.py BAG_DIR --topic T [options]; prints one JSON object
 with the figures, exits 1 with FAIL: on the first mismatch.
@@ -129,6 +134,8 @@ def main():
     ap.add_argument("--fps", type=float)
     ap.add_argument("--gap-tolerance-ms", type=float, default=5.0)
     ap.add_argument("--allow-gaps", action="store_true")
+    ap.add_argument("--keyframe-after-gap-ms", type=float,
+                    help="after a gap longer than this (a camera restarted), the next frame is an IRAP")
     ap.add_argument("--per-segment", type=int)
     ap.add_argument("--expect-frames", type=int)
     ap.add_argument("--pattern")
@@ -183,17 +190,38 @@ def main():
                             "max": round(max(gaps_ms), 3)}
     if a.fps:
         period = 1000.0 / a.fps
+        missing = 0
         for g in gaps_ms:
             k = round(g / period)
             if abs(g - period) <= a.gap_tolerance_ms:
                 continue
             if a.allow_gaps and k >= 2 and abs(g - k * period) <= a.gap_tolerance_ms:
+                missing += k - 1
                 continue
             fail(f"a gap of {g:.2f} ms between captures; expected {period:.2f} +/- {a.gap_tolerance_ms} ms")
+        # Frames the gaps say are missing (a live camera's frames dropped
+        # before the encoder), for the caller to compare with edgerec's count.
+        report["missing_frames"] = missing
+    if a.keyframe_after_gap_ms is not None:
+        resumed = 0
+        for i, g in enumerate(gaps_ms):
+            if g > a.keyframe_after_gap_ms:
+                t = nal_types(all_frames[i + 1]["data"])
+                if not (any(16 <= x <= 21 for x in t) and {32, 33, 34} <= set(t)):
+                    fail(f"after a gap of {g:.0f} ms the next frame has NAL types {t}: not a keyframe")
+                resumed += 1
+        report["resumed_after_gaps"] = resumed
     if a.per_segment:
-        for s in report["segments"][:-1]:
-            if abs(s["messages"] - a.per_segment) > 3:
+        # A segment the camera ran through from start to end holds N +/- 3;
+        # the first (the camera starts after the recording) and the last
+        # (the recording stops) at most N + 3.
+        segs = report["segments"]
+        for i, s in enumerate(segs):
+            whole = 0 < i < len(segs) - 1
+            if whole and abs(s["messages"] - a.per_segment) > 3:
                 fail(f"{s['file']}: {s['messages']} frames, expected {a.per_segment} +/- 3")
+            if s["messages"] > a.per_segment + 3:
+                fail(f"{s['file']}: {s['messages']} frames, more than {a.per_segment} + 3")
     if a.expect_frames is not None and len(all_frames) != a.expect_frames:
         fail(f"{len(all_frames)} messages, expected {a.expect_frames}")
     if a.pattern:

@@ -22,4 +22,4 @@ pub mod source;
 pub mod timing;
 
 pub use image::{feed, ImageFeed, ImageTap};
-pub use source::{CameraError, CameraSource, CameraStats};
+pub use source::{missing_elements, CameraError, CameraSource, CameraStats};

@@ -63,6 +63,17 @@ pub fn init() -> Result<(), CameraError> {
     gst::init().map_err(|e| CameraError::Init(e.to_string()))
 }
 
+/// Which of `elements` GStreamer lacks (for tests and probes that skip
+/// when a plugin is not installed).
+pub fn missing_elements(elements: &[&str]) -> Result<Vec<String>, CameraError> {
+    init()?;
+    Ok(elements
+        .iter()
+        .filter(|e| gst::ElementFactory::find(e).is_none())
+        .map(|e| e.to_string())
+        .collect())
+}
+
 /// What a camera records and how, shared with the status.
 #[derive(Debug, Default)]
 pub struct CameraStats {

@@ -745,7 +745,8 @@ fn report_to_json(
         })).collect::<Vec<_>>(),
         "channels": s.channels.iter().map(|c| serde_json::json!({
             "topic": c.topic, "type": c.type_name, "accepted": c.accepted,
-            "dropped": c.dropped, "lost": c.lost, "written": c.written, "bytes": c.bytes,
+            "dropped": c.dropped, "lost": c.lost, "upstream_lost": c.upstream_lost,
+            "written": c.written, "bytes": c.bytes,
         })).collect::<Vec<_>>(),
         "sources": s.sources.iter().map(|x| serde_json::json!({
             "name": x.name, "state": x.state.as_str(), "restarts": x.restarts,

@@ -8,7 +8,11 @@
 //! It also picks where a segment is cut when there are video channels
 //! (their sources mark key units: [`edgerec_source::SourceSink::push_video`]).
 //! The sequencer, when a split is due, raises `cut_wanted` and asks the
-//! sources for key units; the chunker then keeps writing every channel into
+//! sources for key units; for `max_duration` the chunker does not wait for
+//! that: the first message at or past the open segment's deadline starts
+//! the cut (and asks for the key units), so the video channels' key units
+//! come one or two frames after the limit, not a chunk later. At most one
+//! cut is made per segment. The chunker then keeps writing every channel into
 //! the old segment except that, per video channel, it holds back the key
 //! unit that comes and everything after it. When every video channel that
 //! was active has one held (or after [`CUT_WAIT`]), it closes the chunk,
@@ -122,6 +126,8 @@ impl ChannelState {
 /// what came after it, held back for the next segment.
 struct Cut {
     since: Instant,
+    /// The segment it ends.
+    segment_no: u64,
     /// Video channels to wait for, each with what is held of it (empty
     /// until its key unit comes).
     held: BTreeMap<usize, Vec<Queued>>,
@@ -167,6 +173,8 @@ impl Chunker {
         let mut batch: Vec<Queued> = Vec::with_capacity(BATCH);
         let mut closing_pass_done = false;
         let mut cut: Option<Cut> = None;
+        // The segment the last cut was made in: one cut per segment.
+        let mut cut_in: Option<u64> = None;
         loop {
             beat.beat_progress(out.next_no);
             fault_point(&watch, "chunker");
@@ -181,9 +189,19 @@ impl Chunker {
             let closed = intake.is_closed();
             intake.doorbell().clear();
             let table = intake.table();
-            if cut.is_none() && counters.cut_wanted.load(Ordering::Acquire) {
-                cut = Some(start_cut(table, &st));
+            let segment_no = counters.segment_no.load(Ordering::Acquire);
+            let may_cut = cut.is_none() && cut_in != Some(segment_no);
+            if may_cut && counters.cut_wanted.load(Ordering::Acquire) {
+                cut = Some(start_cut(table, &st, segment_no));
             }
+            // Past the open segment's deadline: start the cut at the first
+            // such message (only with video channels; without them the
+            // sequencer splits on its own at once).
+            let deadline = if may_cut && cut.is_none() {
+                counters.cut_deadline_ns.load(Ordering::Acquire)
+            } else {
+                u64::MAX
+            };
             let mut got = 0usize;
             for n in 1..=table.len() {
                 let Some(ch) = table.get(ChannelId(n as u16)) else {
@@ -212,6 +230,11 @@ impl Chunker {
                     for q in batch.drain(..) {
                         got += 1;
                         bytes += q.env.payload.len();
+                        if q.env.log_time >= deadline && cut.is_none() && any_keyed(table) {
+                            counters.cut_started.store(true, Ordering::Release);
+                            intake.request_key_units();
+                            cut = Some(start_cut(table, &st, segment_no));
+                        }
                         // Held for the next segment: this video channel's
                         // key unit and what follows it.
                         if let Some(held) = cut.as_mut().and_then(|c| c.held.get_mut(&id)) {
@@ -231,6 +254,7 @@ impl Chunker {
             }
             intake.budget().release(std::mem::take(&mut out.to_release));
             if let Some(c) = cut.take_if(|c| c.ready() || c.since.elapsed() >= CUT_WAIT) {
+                cut_in = Some(c.segment_no);
                 if !out.cut(&cx, &mut st, c) {
                     return;
                 }
@@ -289,9 +313,14 @@ fn table_get(intake: &Intake, id: usize) -> Option<Arc<edgerec_source::Channel>>
     intake.table().get(ChannelId(id as u16)).cloned()
 }
 
-/// Starts a cut: the video channels that had a message lately are waited
-/// for.
-fn start_cut(table: &edgerec_source::ChannelTable, st: &ChannelState) -> Cut {
+/// True when some channel is video (its source marks key units).
+fn any_keyed(table: &edgerec_source::ChannelTable) -> bool {
+    (1..=table.len()).any(|n| table.get(ChannelId(n as u16)).is_some_and(|c| c.is_keyed()))
+}
+
+/// Starts a cut of segment `segment_no`: the video channels that had a
+/// message lately are waited for.
+fn start_cut(table: &edgerec_source::ChannelTable, st: &ChannelState, segment_no: u64) -> Cut {
     let mut held = BTreeMap::new();
     for n in 1..=table.len() {
         let Some(ch) = table.get(ChannelId(n as u16)) else {
@@ -309,6 +338,7 @@ fn start_cut(table: &edgerec_source::ChannelTable, st: &ChannelState) -> Cut {
     }
     Cut {
         since: Instant::now(),
+        segment_no,
         held,
     }
 }

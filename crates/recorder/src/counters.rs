@@ -29,4 +29,24 @@ pub(crate) struct PipelineCounters {
     /// channels: the chunker picks the point, just before their key units,
     /// and marks the chunk that starts the next segment.
     pub(crate) cut_wanted: AtomicBool,
+    /// Segments opened so far: the chunker makes at most one cut per
+    /// segment.
+    pub(crate) segment_no: AtomicU64,
+    /// The log time at which the open segment reaches `max_duration`
+    /// (u64::MAX until its first message is written): with video channels
+    /// the chunker starts the cut when a message reaches it, so the key
+    /// units come at the limit rather than a chunk later.
+    pub(crate) cut_deadline_ns: AtomicU64,
+    /// The chunker has started the open segment's cut.
+    pub(crate) cut_started: AtomicBool,
+}
+
+impl PipelineCounters {
+    /// Counters of a pipeline that has not written anything yet.
+    pub(crate) fn new() -> Self {
+        PipelineCounters {
+            cut_deadline_ns: AtomicU64::new(u64::MAX),
+            ..Default::default()
+        }
+    }
 }

@@ -242,7 +242,7 @@ impl Recorder {
         let backend = segment.backend().to_string();
         let fallback_reason = segment.fallback_reason();
         let session_dir = session.dir().to_path_buf();
-        let counters = Arc::new(PipelineCounters::default());
+        let counters = Arc::new(PipelineCounters::new());
         *lock(&counters.segment) = segment.active_path().to_path_buf();
         tracing::info!(
             "recording into {} with {} (chunks of {} B, compression {}, memory budget {} MiB of which {} MiB reserved for the channels' shares)",

@@ -276,7 +276,14 @@ impl Sequencer {
     fn wrote(&mut self, s: &Sealed) {
         let Some(seg) = &self.segment else { return };
         let st = &mut self.state;
+        let had_start = st.progress.start_ns.is_some();
         st.progress.wrote(&s.sealed);
+        if let (false, Some(t)) = (had_start, st.progress.start_ns) {
+            let limit = self.split.max_duration.as_nanos() as u64;
+            self.counters
+                .cut_deadline_ns
+                .store(t.saturating_add(limit), Ordering::Release);
+        }
         for m in &s.latched {
             st.latched_last.insert(m.channel, m.clone());
         }
@@ -355,8 +362,12 @@ impl Sequencer {
             (1..=table.len()).any(|n| table.get(ChannelId(n as u16)).is_some_and(|c| c.is_keyed()));
         if video {
             self.state.cut_pending = Some(Instant::now());
-            self.counters.cut_wanted.store(true, Ordering::Release);
-            self.intake.request_key_units();
+            // The chunker may have started this cut already, at the
+            // deadline, and asked for the key units itself.
+            if !self.counters.cut_started.load(Ordering::Acquire) {
+                self.counters.cut_wanted.store(true, Ordering::Release);
+                self.intake.request_key_units();
+            }
         } else {
             self.split_now();
         }
@@ -458,7 +469,7 @@ impl Sequencer {
             *lock(&self.counters.segment) = seg.active_path().to_path_buf();
         }
         self.state.unsynced.clear();
-        self.state.progress = SegmentProgress::default();
+        self.segment_opened();
         self.write_latched()
     }
 
@@ -478,8 +489,20 @@ impl Sequencer {
         }
         let seg = lock(&self.session).open_segment(&self.intake.table().all())?;
         self.segment = Some(seg);
-        self.state.progress = SegmentProgress::default();
+        self.segment_opened();
         self.write_latched()
+    }
+
+    /// A new segment: no cut is wanted or started for it yet, and its
+    /// deadline is known once its first message is written.
+    fn segment_opened(&mut self) {
+        self.state.progress = SegmentProgress::default();
+        self.state.cut_pending = None;
+        let c = &self.counters;
+        c.cut_wanted.store(false, Ordering::Release);
+        c.cut_started.store(false, Ordering::Release);
+        c.cut_deadline_ns.store(u64::MAX, Ordering::Release);
+        c.segment_no.fetch_add(1, Ordering::AcqRel);
     }
 
     fn write_latched(&mut self) -> Result<(), RecorderError> {
