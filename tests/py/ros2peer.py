@@ -511,6 +511,13 @@ def to_jsonable(value: object) -> object:
 TYPEHASH_RE = re.compile(r"^RIHS01_[0-9a-f]{64}$")
 
 
+def image_size(text: str) -> tuple[int, int]:
+    m = re.fullmatch(r"(\d+)x(\d+)", text)
+    if not m or int(m[1]) < 2 or int(m[2]) < 2:
+        raise argparse.ArgumentTypeError(f"{text!r} is not WxH (e.g. 320x240)")
+    return int(m[1]), int(m[2])
+
+
 def typehash_arg(text: str) -> str:
     if not TYPEHASH_RE.match(text):
         raise argparse.ArgumentTypeError("expected RIHS01_ and 64 lowercase hex digits")
@@ -684,6 +691,14 @@ def write_line(out, obj: dict) -> None:
 
 def cmd_publish(args: argparse.Namespace) -> int:
     kind = message_kind(args.type)
+    if args.rgb8:
+        if args.type != "sensor_msgs/msg/Image":
+            raise PeerError("--rgb8 is for sensor_msgs/msg/Image")
+        import pictures  # tests/py/pictures.py, beside this file
+        w, h = args.rgb8
+        kind = dataclasses.replace(kind, make=lambda s, ns, p: ImageBytes_(
+            header_of(s, ns), height=h, width=w, encoding="rgb8", is_bigendian=0,
+            step=3 * w, data=pictures.rgb8(s, w, h)))
     if args.payload_bytes is not None and not kind.has_payload:
         raise PeerError(f"{args.type} has no byte array for --payload-bytes; "
                         "use sensor_msgs/msg/Image or sensor_msgs/msg/CompressedImage")
@@ -722,8 +737,10 @@ def cmd_publish(args: argparse.Namespace) -> int:
         data = wire_bytes(kind.make(seq, stamp_ns, payload))
         write_raw(writer, data, stamp_ns)
         if record:
-            write_line(record, {"seq": seq, "source_timestamp_ns": stamp_ns,
-                                "size": len(data), "cdr_hex": data.hex()})
+            line = {"seq": seq, "source_timestamp_ns": stamp_ns, "size": len(data)}
+            if not args.rgb8:  # pictures are known by their seq; hex would be huge
+                line["cdr_hex"] = data.hex()
+            write_line(record, line)
         first_ns = first_ns or stamp_ns
         last_ns, size = stamp_ns, len(data)
     elapsed = (last_ns - first_ns) / 1e9
@@ -1047,6 +1064,9 @@ def parser() -> argparse.ArgumentParser:
                    help="size of the byte array of Image/CompressedImage "
                         f"(default {DEFAULT_PAYLOAD_BYTES}); 1048576 with --rate 100 is the "
                         "1 MiB x 100 Hz benchmark load")
+    p.add_argument("--rgb8", type=image_size, metavar="WxH",
+                   help="sensor_msgs/msg/Image only: rgb8 pictures of WxH, frame n being "
+                        "tests/py/pictures.py rgb8(n) (the reference verify_video.py renders)")
     p.add_argument("--record", metavar="FILE",
                    help="JSON lines, one per sample written: seq, source_timestamp_ns, size, "
                         "cdr_hex (the bytes a reader receives, padded to 4). Hex costs time: "

@@ -20,6 +20,9 @@ edgerec), and for one topic of foxglove_msgs/msg/CompressedVideo checks:
     videotestsrc pattern P frame for frame (luma PSNR >= --psnr against
     the same frame rendered by GStreamer, and clearly below against a frame
     5 further on, so the match is not just "some picture");
+  * with --rgb8-record FILE --width W --height H: the same for a
+    transcoded image topic, each message's publish_time (the image's
+    header.stamp) naming the published frame, rendered by pictures.rgb8;
   * with --expect-frames N: N messages in all;
   * with --keyframe-after-gap-ms G: after every gap longer than G (a
     camera that failed and was restarted) the next frame is an IRAP with
@@ -122,6 +125,38 @@ def reference_luma(pattern, n, w, h, fps, work):
     return i420_luma(raw.read_bytes(), w, h)
 
 
+def rgb8_reference(record, frames, w, h, work):
+    """The published frame of each message (by publish_time), and the luma
+    of frames 0..max+5 as GStreamer's videoconvert makes it from rgb8."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    import pictures
+    seq_at = {}
+    with open(record) as f:
+        for line in f:
+            r = json.loads(line)
+            seq_at[r["source_timestamp_ns"]] = r["seq"]
+    frame_of = []
+    for f in frames:
+        if f["publish_time"] not in seq_at:
+            fail(f"publish_time {f['publish_time']} is no published image's stamp")
+        frame_of.append(seq_at[f["publish_time"]])
+    if any(b <= a for a, b in zip(frame_of, frame_of[1:])):
+        fail("transcoded frames are not in the published order")
+    n = max(frame_of) + 6
+    raw = work / "reference.rgb"
+    with open(raw, "wb") as out:
+        for s in range(n):
+            out.write(pictures.rgb8(s, w, h))
+    i420 = work / "reference_rgb.i420"
+    cmd = ["gst-launch-1.0", "-q", "filesrc", f"location={raw}", "!", "rawvideoparse",
+           "format=rgb", f"width={w}", f"height={h}", "framerate=30/1", "!", "videoconvert", "!",
+           "video/x-raw,format=I420", "!", "filesink", f"location={i420}"]
+    r = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if r.returncode != 0:
+        fail(f"gst-launch for the rgb8 reference failed: {r.stderr.strip()}")
+    return i420_luma(i420.read_bytes(), w, h), frame_of
+
+
 def psnr(a, b):
     mse = np.mean((a.astype(np.float64) - b.astype(np.float64)) ** 2)
     return 99.0 if mse == 0 else 10 * np.log10(255.0 ** 2 / mse)
@@ -142,6 +177,10 @@ def main():
     ap.add_argument("--width", type=int)
     ap.add_argument("--height", type=int)
     ap.add_argument("--psnr", type=float, default=30.0)
+    ap.add_argument("--rgb8-record", metavar="FILE",
+                    help="the publisher's record (ros2peer.py publish --rgb8 --record): each "
+                         "message's publish_time names its frame, rendered by pictures.rgb8 "
+                         "and converted by GStreamer's videoconvert as the reference")
     a = ap.parse_args()
 
     segs = sorted(Path(a.bag).glob("*.mcap"), key=segment_index)
@@ -177,7 +216,7 @@ def main():
         report["segments"].append({"file": seg.name, "messages": len(frames), "decoded": decoded,
                                    "keyframes": keyframes, "width": w, "height": h,
                                    "first_nal_types": first})
-        if a.pattern:
+        if a.pattern or a.rgb8_record:
             lumas.append(decode_luma(h265, w, h))
         all_frames.extend(frames)
     stamps = [f["publish_time"] for f in all_frames]
@@ -224,11 +263,15 @@ def main():
                 fail(f"{s['file']}: {s['messages']} frames, more than {a.per_segment} + 3")
     if a.expect_frames is not None and len(all_frames) != a.expect_frames:
         fail(f"{len(all_frames)} messages, expected {a.expect_frames}")
-    if a.pattern:
+    if a.pattern or a.rgb8_record:
         dec = np.concatenate(lumas)
-        ref = reference_luma(a.pattern, len(dec) + 5, a.width, a.height, int(a.fps or 30), work)
-        match = [psnr(dec[i], ref[i]) for i in range(len(dec))]
-        shifted = [psnr(dec[i], ref[i + 5]) for i in range(len(dec))]
+        if a.pattern:
+            ref = reference_luma(a.pattern, len(dec) + 5, a.width, a.height, int(a.fps or 30), work)
+            frame_of = list(range(len(dec)))
+        else:
+            ref, frame_of = rgb8_reference(a.rgb8_record, all_frames, a.width, a.height, work)
+        match = [psnr(dec[i], ref[frame_of[i]]) for i in range(len(dec))]
+        shifted = [psnr(dec[i], ref[frame_of[i] + 5]) for i in range(len(dec))]
         report["psnr_db"] = {"min": round(min(match), 2), "mean": round(float(np.mean(match)), 2),
                              "shifted_by_5_mean": round(float(np.mean(shifted)), 2)}
         if min(match) < a.psnr:

@@ -353,9 +353,25 @@ impl Source for CameraSource {
             };
             frames_this_run += 1;
             self.record(sink, channel, pipeline, &sample, &pending);
+            if let Some(feed) = &self.feed {
+                sink.set_upstream_lost(
+                    channel,
+                    feed.stats.dropped.load(Ordering::Relaxed)
+                        + self.stats.lost.load(Ordering::Relaxed),
+                );
+            }
         }
-        if let Some(src) = &appsrc {
+        if let (Some(src), Some(feed)) = (&appsrc, &self.feed) {
             let _ = src.end_of_stream();
+            // Images still in the pipeline when recording stops are not
+            // recorded: counted, like every other loss before the encoder.
+            let left = pending.lock().unwrap_or_else(PoisonError::into_inner).len() as u64;
+            self.stats.lost.fetch_add(left, Ordering::Relaxed);
+            sink.set_upstream_lost(
+                channel,
+                feed.stats.dropped.load(Ordering::Relaxed)
+                    + self.stats.lost.load(Ordering::Relaxed),
+            );
         }
         Ok(())
     }
@@ -399,7 +415,9 @@ impl CameraSource {
                 .field("format", img.format)
                 .field("width", img.width as i32)
                 .field("height", img.height as i32)
-                .field("framerate", gst::Fraction::new(0, 1))
+                // The nominal rate: x265 cannot start without one; the
+                // buffers' times are the images' own.
+                .field("framerate", gst::Fraction::new(self.cfg.fps as i32, 1))
                 .build();
             src.set_caps(Some(&caps));
             *caps_set = Some(shape);
@@ -443,8 +461,15 @@ impl CameraSource {
             // time as log time, matched by the running time it was pushed
             // at (the encoder keeps it).
             let mut q = pending.lock().unwrap_or_else(PoisonError::into_inner);
+            // Images pushed before this one that came out as no frame were
+            // lost between the appsrc and the encoder (the leaky queue).
+            let mut skipped = 0u64;
             while q.front().is_some_and(|(r, _, _)| *r < running) {
                 q.pop_front();
+                skipped += 1;
+            }
+            if skipped > 0 {
+                self.stats.lost.fetch_add(skipped, Ordering::Relaxed);
             }
             match q.pop_front() {
                 Some((_, stamp, received)) => {

@@ -79,7 +79,11 @@ pub fn source(
     }
     let mut opts = options(cfg)?;
     if !cfg.ros.enabled {
-        opts.selection = SelectionOptions::default();
+        // Only the cameras' input topics.
+        opts.selection = SelectionOptions {
+            topics: taps.iter().map(|(topic, _, _)| topic.clone()).collect(),
+            ..SelectionOptions::default()
+        };
     }
     let defs = PathDefinitions(DefinitionResolver::new(opts.msg_paths.clone()));
     let taps = taps
