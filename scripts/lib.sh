@@ -41,6 +41,18 @@ ensure_rust() {
     # and generates its bindings with bindgen, which needs libclang.
     ensure_apt cmake cmake
     ensure_deb libclang-dev
+    ensure_gstreamer
+}
+
+# GStreamer for edgerec-camera: the development files gstreamer-rs links
+# against, and the plugins the cameras run on here (videotestsrc,
+# videoconvert, appsrc/appsink: base; v4l2src, mp4mux: good; x265enc,
+# h265parse: bad; avdec_h265: libav), gst-launch-1.0 and ffmpeg (the
+# tests' independent decoder).
+ensure_gstreamer() {
+    ensure_deb libgstreamer1.0-dev libgstreamer-plugins-base1.0-dev \
+        gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad \
+        gstreamer1.0-libav gstreamer1.0-tools ffmpeg
 }
 
 # The Python readers and ROS 2 test peers (tests/py/ros2peer.py) used by the

@@ -5,9 +5,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use edgerec_config::{
-    ClockConfig, ClockSourceKind, Compression, Config, HealthConfig, LedsConfig, McapConfig,
-    MetricsConfig, PipelineConfig, Rate, RecordingConfig, RetentionConfig, RosConfig, RosDistro,
-    SegmentConfig, SourcesConfig, StorageBackend, StorageConfig, SyntheticChannel, SyntheticKind,
+    CameraConfig, ClockConfig, ClockSourceKind, Compression, Config, EncoderChoice, HealthConfig,
+    LedsConfig, McapConfig, MetricsConfig, PipelineConfig, Rate, RecordingConfig, RetentionConfig,
+    RosConfig, RosDistro, SegmentConfig, SourcesConfig, StorageBackend, StorageConfig,
+    SyntheticChannel, SyntheticKind,
 };
 
 fn config_file(name: &str) -> PathBuf {
@@ -187,6 +188,14 @@ fn demo_file_records_a_synthetic_vehicle() {
             ],
             ..SourcesConfig::default()
         },
+        camera: vec![CameraConfig {
+            pattern: "ball".to_owned(),
+            width: 640,
+            height: 480,
+            encoder: EncoderChoice::X265Enc,
+            bitrate: 2_000_000,
+            ..CameraConfig::test("front")
+        }],
         ..Config::default()
     };
     assert_eq!(config, expected);
