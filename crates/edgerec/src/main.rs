@@ -493,7 +493,7 @@ struct Session {
     /// The bag directory (`edgerec record -o`); else a new one under the root.
     dir: Option<PathBuf>,
     /// The cameras.
-    cameras: Vec<edgerec_camera::CameraSource>,
+    cameras: Vec<cameras::Camera>,
 }
 
 /// Records until stopped, the time limit, or a stage of the pipeline dies.
