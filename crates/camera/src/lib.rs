@@ -13,6 +13,7 @@
 //!   pipeline on its own thread.
 #![deny(missing_docs)]
 
+pub mod argus;
 pub mod encoder;
 pub mod image;
 pub mod launch;

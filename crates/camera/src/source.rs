@@ -21,6 +21,7 @@ use gstreamer as gst;
 use gstreamer::prelude::*;
 use gstreamer_app as gst_app;
 
+use crate::argus::SensorStamps;
 use crate::encoder::{self, EncodeSettings, Selection};
 use crate::image::{ImageFeed, RawImage};
 use crate::launch;
@@ -97,6 +98,9 @@ pub struct CameraSource {
     gaps: FrameGaps,
     stats: Arc<CameraStats>,
     feed: Option<ImageFeed>,
+    /// argus: the sensor's stamps and frame numbers, by PTS.
+    sensor: SensorStamps,
+    last_frame_num: Option<i64>,
 }
 
 impl std::fmt::Debug for CameraSource {
@@ -167,6 +171,8 @@ impl CameraSource {
             stamps: Monotone::default(),
             stats: Arc::new(CameraStats::default()),
             feed,
+            sensor: SensorStamps::default(),
+            last_frame_num: None,
         })
     }
 
@@ -313,6 +319,12 @@ impl Source for CameraSource {
             device_error(&name, why)
         })?;
         self.gaps.reset();
+        self.last_frame_num = None;
+        if let Some(cam) = pipeline.by_name(launch::CAMERA_NAME) {
+            if !self.sensor.probe(&cam) {
+                tracing::warn!("camera {name}: no src pad to read the sensor timestamps from; using the buffer times");
+            }
+        }
         let mut key_seen = sink.key_unit_requests();
         let started = std::time::Instant::now();
         let mut frames_this_run = 0u64;
@@ -483,8 +495,23 @@ impl CameraSource {
             }
         } else {
             let base = pipeline.base_time().map_or(0, |t| t.nseconds());
-            let mono = base.saturating_add(running);
-            if self.fixed_rate() {
+            let mut mono = base.saturating_add(running);
+            // argus: the sensor's own stamp and frame number, when the
+            // camera attached them.
+            let sensor = buffer.pts().and_then(|p| self.sensor.take(p.nseconds()));
+            if let Some(aux) = sensor {
+                if aux.timestamp > 0 {
+                    mono = aux.timestamp as u64;
+                }
+                if let Some(last) = self.last_frame_num {
+                    let lost = (aux.frame_num - last - 1).max(0) as u64;
+                    if lost > 0 {
+                        self.stats.lost.fetch_add(lost, Ordering::Relaxed);
+                        sink.set_upstream_lost(channel, self.stats.lost.load(Ordering::Relaxed));
+                    }
+                }
+                self.last_frame_num = Some(aux.frame_num);
+            } else if self.fixed_rate() {
                 let lost = self.gaps.observe(mono);
                 if lost > 0 {
                     self.stats.lost.fetch_add(lost, Ordering::Relaxed);
