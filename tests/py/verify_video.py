@@ -266,8 +266,17 @@ def main():
     if a.pattern or a.rgb8_record:
         dec = np.concatenate(lumas)
         if a.pattern:
-            ref = reference_luma(a.pattern, len(dec) + 5, a.width, a.height, int(a.fps or 30), work)
-            frame_of = list(range(len(dec)))
+            # Frame i of the video is videotestsrc's frame n_i: counted from
+            # the capture times (a frame lost before the encoder leaves a
+            # gap), from the first recorded frame, which is the source's
+            # first unless that was lost too (found by its best match among
+            # the first few).
+            period_ns = 1e9 / (a.fps or 30)
+            steps = [round((f["publish_time"] - all_frames[0]["publish_time"]) / period_ns)
+                     for f in all_frames]
+            ref = reference_luma(a.pattern, steps[-1] + 16, a.width, a.height, int(a.fps or 30), work)
+            first = max(range(8), key=lambda k: psnr(dec[0], ref[k]))
+            frame_of = [first + n for n in steps]
         else:
             ref, frame_of = rgb8_reference(a.rgb8_record, all_frames, a.width, a.height, work)
         match = [psnr(dec[i], ref[frame_of[i]]) for i in range(len(dec))]
