@@ -152,6 +152,36 @@ fn verify(session: &str, topic: &str, args: &[&str]) -> serde_json::Value {
     serde_json::from_str(out.trim()).unwrap()
 }
 
+/// Foxglove's own readers (`@mcap/core` and its ROS 2 deserializer,
+/// tests/js/verify_foxglove.mjs) open the bag and decode `n` video messages
+/// on `topic`; skipped, saying why, without Node or the npm packages
+/// (scripts/test installs them).
+fn foxglove(session: &str, topic: &str, n: u64) {
+    let js = edgerec_testkit::workspace_root().join("tests/js");
+    let node_ok = Command::new("node")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !node_ok || !js.join("node_modules/@mcap/core").exists() {
+        println!("SKIP Foxglove reader: no node or no tests/js/node_modules (run scripts/test, which installs them)");
+        return;
+    }
+    let o = Command::new("node")
+        .arg(js.join("verify_foxglove.mjs"))
+        .args([session, "--topic", topic, "--expect", &n.to_string()])
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "verify_foxglove.mjs: {}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["video_messages"].as_u64(), Some(n), "{v}");
+    assert_eq!(v["topics"][topic]["schema"], "foxglove_msgs/msg/CompressedVideo");
+}
+
 fn check(session: &str) {
     let o = Command::new(BIN).args(["check", session]).output().unwrap();
     assert!(
@@ -211,6 +241,7 @@ fn nine_seconds_in_three_second_segments_each_decodes_alone_with_the_right_pictu
             (Some(640), Some(480))
         );
     }
+    foxglove(session, "/camera/front/h265", written);
     // About 9 s of 30 fps, less the camera's start.
     let made = written + c["upstream_lost"].as_u64().unwrap();
     assert!((240..=275).contains(&made), "{made} frames in 9 s");
