@@ -176,7 +176,8 @@ fn main() -> ExitCode {
             }
         },
         Cmd::Info { path } => match info::inspect(&path) {
-            Ok(i) => {
+            Ok(mut i) => {
+                edgerec_camera::figures::annotate(&mut i);
                 print!("{i}");
                 ExitCode::SUCCESS
             }
