@@ -16,14 +16,18 @@
 //!
 //! - [`sps`]: the picture size in a sequence parameter set;
 //! - [`figures`]: a video topic's measured size, rate, bitrate and
-//!   keyframe interval (`edgerec info`).
+//!   keyframe interval (`edgerec info`);
+//! - [`export`], [`mux`]: a video topic out as MP4, MOV, MKV or raw H.265
+//!   (`edgerec export video`), without re-encoding.
 #![deny(missing_docs)]
 
 pub mod encoder;
+pub mod export;
 pub mod figures;
 pub mod image;
 pub mod launch;
 pub mod message;
+pub mod mux;
 pub mod nal;
 pub mod source;
 pub mod sps;
