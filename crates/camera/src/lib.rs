@@ -11,15 +11,27 @@
 //! - [`image`]: `sensor_msgs/msg/Image` in, raw video caps out;
 //! - [`source`]: the [`CameraSource`] the supervisor runs, one GStreamer
 //!   pipeline on its own thread.
+//!
+//! And back out of a bag:
+//!
+//! - [`sps`]: the picture size in a sequence parameter set;
+//! - [`figures`]: a video topic's measured size, rate, bitrate and
+//!   keyframe interval (`edgerec info`);
+//! - [`export`], [`mux`]: a video topic out as MP4, MOV, MKV or raw H.265
+//!   (`edgerec export video`), without re-encoding.
 #![deny(missing_docs)]
 
 pub mod argus;
 pub mod encoder;
+pub mod export;
+pub mod figures;
 pub mod image;
 pub mod launch;
 pub mod message;
+pub mod mux;
 pub mod nal;
 pub mod source;
+pub mod sps;
 pub mod timing;
 
 pub use image::{feed, ImageFeed, ImageTap};

@@ -40,6 +40,39 @@ pub fn unit_types(data: &[u8]) -> Vec<u8> {
     types
 }
 
+/// The NAL units of an Annex B byte stream, each from its two-byte header
+/// to the byte before the next start code, without the trailing zero bytes
+/// that a 4-byte start code (or `trailing_zero_8bits`) leaves behind.
+pub fn units(data: &[u8]) -> Vec<&[u8]> {
+    let mut starts = Vec::new();
+    let mut i = 0;
+    while i + 3 <= data.len() {
+        if data[i] == 0 && data[i + 1] == 0 && data[i + 2] == 1 {
+            starts.push(i + 3);
+            i += 3;
+        } else {
+            i += 1;
+        }
+    }
+    let mut out = Vec::with_capacity(starts.len());
+    for (k, &s) in starts.iter().enumerate() {
+        let end = starts.get(k + 1).map_or(data.len(), |&next| next - 3);
+        let mut unit = &data[s..end];
+        while let [rest @ .., 0] = unit {
+            unit = rest;
+        }
+        if !unit.is_empty() {
+            out.push(unit);
+        }
+    }
+    out
+}
+
+/// The type of a NAL unit (its first header byte's bits 1..=6).
+pub fn unit_type(unit: &[u8]) -> Option<u8> {
+    unit.first().map(|b| (b >> 1) & 0x3f)
+}
+
 /// What an access unit holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct AccessUnit {
@@ -96,5 +129,28 @@ mod tests {
         assert!(!AccessUnit::parse(&nal(kind::IDR_N_LP)).is_keyframe());
         assert_eq!(unit_types(&[0, 0]), Vec::<u8>::new());
         assert_eq!(unit_types(&[0, 0, 1]), Vec::<u8>::new());
+    }
+
+    #[test]
+    fn splits_units_without_start_codes_or_trailing_zeros() {
+        let au = [
+            0, 0, 0, 1, 0x40, 0x01, 0xaa, // VPS
+            0, 0, 1, 0x42, 0x01, 0x00, 0x00, 0x03, 0x01, // SPS ending in an escape
+            0, 0, 0, 0, 1, 0x26, 0x01, // IDR after trailing_zero_8bits
+        ];
+        let u = units(&au);
+        assert_eq!(
+            u,
+            vec![
+                &[0x40, 0x01, 0xaa][..],
+                &[0x42, 0x01, 0x00, 0x00, 0x03, 0x01][..],
+                &[0x26, 0x01][..]
+            ]
+        );
+        let types: Vec<_> = u.iter().filter_map(|x| unit_type(x)).collect();
+        assert_eq!(types, unit_types(&au));
+        assert!(units(&[0, 0, 1]).is_empty());
+        assert!(units(&[1, 2, 3]).is_empty());
+        assert_eq!(unit_type(&[]), None);
     }
 }

@@ -24,6 +24,7 @@ use edgerec_synthetic::SyntheticSource;
 mod cameras;
 mod controls;
 mod daemon;
+mod export_cmd;
 #[cfg(feature = "fault-injection")]
 mod fault_injection;
 mod record_cmd;
@@ -73,6 +74,8 @@ enum Cmd {
         /// A bag directory or an .mcap file.
         path: PathBuf,
     },
+    /// Export from a bag: `export video BAG --topic T -o OUT.mp4`.
+    Export(export_cmd::ExportArgs),
     /// Verify a bag (structure and every CRC) or a configuration file;
     /// exit 0 when valid, 1 when not.
     Check {
@@ -176,7 +179,8 @@ fn main() -> ExitCode {
             }
         },
         Cmd::Info { path } => match info::inspect(&path) {
-            Ok(i) => {
+            Ok(mut i) => {
+                edgerec_camera::figures::annotate(&mut i);
                 print!("{i}");
                 ExitCode::SUCCESS
             }
@@ -185,6 +189,7 @@ fn main() -> ExitCode {
                 ExitCode::from(1)
             }
         },
+        Cmd::Export(args) => export_cmd::run(&args),
         Cmd::Check { path } => check(&path),
         Cmd::Recover { path } => recover_cmd(&path),
         Cmd::Status {

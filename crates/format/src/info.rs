@@ -83,6 +83,11 @@ pub struct BagInfo {
     /// Messages lost before they reached edgerec, as the transport reported
     /// them (`edgerec.drops` keys `upstream_lost <topic>`), per topic.
     pub upstream_lost: BTreeMap<String, u64>,
+    /// Lines printed under a topic's line, filled by crates that understand
+    /// its messages (`edgerec-camera` adds a video topic's measured picture
+    /// size, frame rate, bitrate and keyframe interval); `inspect` leaves it
+    /// empty.
+    pub topic_notes: BTreeMap<String, Vec<String>>,
 }
 
 /// Reads the summaries of a file or of every segment of a bag directory.
@@ -300,6 +305,10 @@ impl fmt::Display for BagInfo {
                 "Topic: {name:<w$} | Type: {} | Count: {} | Frequency: {hz} | Dropped: {drops}{upstream} | Serialization Format: {}",
                 t.type_name, t.count, t.serialization
             )?;
+            for note in self.topic_notes.get(name).into_iter().flatten() {
+                // Under the topic's line, continuing its columns.
+                writeln!(f, "{:pad$} | {note}", "", pad = 19 + 7 + w)?;
+            }
         }
         Ok(())
     }
@@ -335,4 +344,29 @@ pub fn check(path: &Path) -> Result<Vec<FileCheck>, FormatError> {
             FileCheck { path: p, result }
         })
         .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn topic_notes_sit_under_their_topic_line() {
+        let mut info = BagInfo::default();
+        for t in ["/camera/front/h265", "/imu"] {
+            info.topics.insert(t.into(), TopicTotals::default());
+        }
+        info.topic_notes
+            .insert("/camera/front/h265".into(), vec!["Video: 640x480".into()]);
+        let text = info.to_string();
+        let lines: Vec<&str> = text.lines().collect();
+        let at = lines
+            .iter()
+            .position(|l| l.contains("Topic: /camera/front/h265 |"))
+            .unwrap();
+        let bar = lines[at].find(" | Type").unwrap();
+        assert_eq!(lines[at + 1].find(" | Video: 640x480"), Some(bar), "{text}");
+        assert_eq!(lines[at + 1].trim_start(), "| Video: 640x480");
+        assert!(lines[at + 2].contains("Topic: /imu"), "{text}");
+    }
 }

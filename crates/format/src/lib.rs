@@ -30,6 +30,7 @@ pub mod bag;
 pub mod cdr;
 pub mod chunk;
 pub mod info;
+pub mod messages;
 pub mod msgdefs;
 pub mod reader;
 pub mod records;

@@ -1,0 +1,150 @@
+//! `edgerec export video BAG --topic T -o OUT`: the CLI of
+//! `edgerec_camera::export`, with its progress line and summary.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use edgerec_camera::export::{export_video, ExportError, ExportSummary};
+use edgerec_format::info::human_bytes;
+
+/// How often the progress line is redrawn on a terminal.
+const LIVE_EVERY: Duration = Duration::from_millis(200);
+/// How often a progress line is printed when stderr is not a terminal
+/// (only long exports print any).
+const LOG_EVERY: Duration = Duration::from_secs(5);
+
+/// `edgerec export`.
+#[derive(clap::Args, Debug)]
+pub struct ExportArgs {
+    #[command(subcommand)]
+    what: What,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum What {
+    /// A video topic (foxglove_msgs/msg/CompressedVideo, H.265) as a
+    /// playable file, without re-encoding: .mp4, .mov or .mkv timed by the
+    /// capture timestamps, or .h265/.hevc (the access units, Annex B).
+    Video {
+        /// A bag directory (its segments in order) or one .mcap file.
+        bag: PathBuf,
+        /// The video topic.
+        #[arg(long, short)]
+        topic: String,
+        /// The output file; its extension picks the container.
+        #[arg(long, short)]
+        output: PathBuf,
+    },
+}
+
+/// Runs `edgerec export ...`.
+pub fn run(args: &ExportArgs) -> ExitCode {
+    match &args.what {
+        What::Video { bag, topic, output } => {
+            let mut progress = Progress::new();
+            let result = export_video(bag, topic, output, |done, total| {
+                progress.update(done, total)
+            });
+            progress.end();
+            match result {
+                Ok(s) => {
+                    summary(topic, &s);
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("edgerec export video: {e}");
+                    match e {
+                        ExportError::UnknownContainer { .. } => ExitCode::from(2),
+                        _ => ExitCode::from(1),
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn summary(topic: &str, s: &ExportSummary) {
+    let secs = s.duration_ns as f64 / 1e9;
+    let fps = if secs > 0.0 {
+        format!(", {:.2} fps", s.frames as f64 / secs)
+    } else {
+        String::new()
+    };
+    println!(
+        "exported {} frames of {topic} ({secs:.3} s{fps}) to {}: {}",
+        s.frames,
+        s.output.display(),
+        human_bytes(s.bytes)
+    );
+    if s.skipped_before_keyframe > 0 {
+        eprintln!(
+            "edgerec export video: skipped {} frames before the first keyframe (they cannot be decoded)",
+            s.skipped_before_keyframe
+        );
+    }
+    if s.restamped > 0 {
+        eprintln!(
+            "edgerec export video: {} frames had a timestamp not after the one before; each was put 1 us after it",
+            s.restamped
+        );
+    }
+    if s.unfinished_segments > 0 {
+        eprintln!(
+            "edgerec export video: {} unfinished or unreadable segments were skipped (run `edgerec recover` on the bag first)",
+            s.unfinished_segments
+        );
+    }
+}
+
+/// The progress line: redrawn on a terminal, a line every few seconds
+/// otherwise.
+struct Progress {
+    live: bool,
+    started: Instant,
+    last: Option<Instant>,
+    drawn: bool,
+}
+
+impl Progress {
+    fn new() -> Self {
+        Progress {
+            live: std::io::stderr().is_terminal(),
+            started: Instant::now(),
+            last: None,
+            drawn: false,
+        }
+    }
+
+    fn update(&mut self, done: u64, total: u64) {
+        let every = if self.live { LIVE_EVERY } else { LOG_EVERY };
+        let since = self.last.unwrap_or(self.started);
+        if since.elapsed() < every {
+            return;
+        }
+        self.last = Some(Instant::now());
+        let pct = if total > 0 {
+            done as f64 * 100.0 / total as f64
+        } else {
+            0.0
+        };
+        let mut err = std::io::stderr().lock();
+        if self.live {
+            let _ = write!(err, "\r\x1b[K{done}/{total} frames ({pct:.0} %)");
+            self.drawn = true;
+        } else {
+            let _ = writeln!(
+                err,
+                "edgerec export video: {done}/{total} frames ({pct:.0} %)"
+            );
+        }
+        let _ = err.flush();
+    }
+
+    fn end(&mut self) {
+        if self.drawn {
+            eprint!("\r\x1b[K");
+        }
+    }
+}
