@@ -24,6 +24,7 @@ use edgerec_synthetic::SyntheticSource;
 mod cameras;
 mod controls;
 mod daemon;
+#[cfg(feature = "camera")]
 mod export_cmd;
 #[cfg(feature = "fault-injection")]
 mod fault_injection;
@@ -75,6 +76,7 @@ enum Cmd {
         path: PathBuf,
     },
     /// Export from a bag: `export video BAG --topic T -o OUT.mp4`.
+    #[cfg(feature = "camera")]
     Export(export_cmd::ExportArgs),
     /// Verify a bag (structure and every CRC) or a configuration file;
     /// exit 0 when valid, 1 when not.
@@ -179,7 +181,11 @@ fn main() -> ExitCode {
             }
         },
         Cmd::Info { path } => match info::inspect(&path) {
+            #[cfg_attr(not(feature = "camera"), allow(unused_mut))]
             Ok(mut i) => {
+                // Video topics' picture size, rate, bitrate and keyframe
+                // interval (not in the camera-less board build).
+                #[cfg(feature = "camera")]
                 edgerec_camera::figures::annotate(&mut i);
                 print!("{i}");
                 ExitCode::SUCCESS
@@ -189,6 +195,7 @@ fn main() -> ExitCode {
                 ExitCode::from(1)
             }
         },
+        #[cfg(feature = "camera")]
         Cmd::Export(args) => export_cmd::run(&args),
         Cmd::Check { path } => check(&path),
         Cmd::Recover { path } => recover_cmd(&path),

@@ -179,7 +179,10 @@ fn foxglove(session: &str, topic: &str, n: u64) {
     );
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["video_messages"].as_u64(), Some(n), "{v}");
-    assert_eq!(v["topics"][topic]["schema"], "foxglove_msgs/msg/CompressedVideo");
+    assert_eq!(
+        v["topics"][topic]["schema"],
+        "foxglove_msgs/msg/CompressedVideo"
+    );
 }
 
 fn check(session: &str) {
