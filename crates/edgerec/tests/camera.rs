@@ -51,6 +51,14 @@ fn assert_losses_counted(c: &serde_json::Value, v: &serde_json::Value) {
 
 /// Why this machine cannot run the camera tests, if it cannot.
 fn skip_reason() -> Option<String> {
+    // x265 emulated instruction by instruction cannot encode in real time:
+    // the live cameras would lose most frames, and the checks are of real
+    // time (frame counts, spacing).
+    if let Some(q) = edgerec_testkit::qemu_user() {
+        return Some(format!(
+            "{q}: x265enc cannot keep a live camera's real time under emulation"
+        ));
+    }
     if let Some(r) = edgerec_testkit::exec_skip_reason(BIN) {
         return Some(r);
     }

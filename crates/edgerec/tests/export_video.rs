@@ -72,6 +72,14 @@ fn text(o: &Output) -> String {
 
 /// Why this machine cannot run these tests, if it cannot.
 fn skip_reason() -> Option<String> {
+    // x265 emulated instruction by instruction cannot encode in real time:
+    // the live cameras would lose most frames, and the checks are of real
+    // time (frame counts, spacing).
+    if let Some(q) = edgerec_testkit::qemu_user() {
+        return Some(format!(
+            "{q}: x265enc cannot keep a live camera's real time under emulation"
+        ));
+    }
     if edgerec_testkit::skip_if_cannot_exec(BIN) {
         return Some("cannot execute the binary here".into());
     }
