@@ -104,10 +104,24 @@ ensure_node_tools() {
 # scripts/cross-build and scripts/test-aarch64.
 
 AARCH64_TARGET=aarch64-unknown-linux-gnu
-# Where Debian's libc6-dev-arm64-cross puts the aarch64 glibc and its
-# dynamic loader: the sysroot QEMU needs to run dynamic aarch64 binaries.
-# shellcheck disable=SC2034 # used by the scripts that source this file
+# Where Debian's libc6-dev-arm64-cross puts the aarch64 glibc headers
+# (bindgen's sysroot for cyclors).
 AARCH64_SYSROOT=/usr/aarch64-linux-gnu
+# Debian's arm64 multiarch libraries (GStreamer and everything it needs,
+# glibc included) and their pkg-config files.
+AARCH64_MULTIARCH_LIBDIR=/usr/lib/aarch64-linux-gnu
+# What user-mode QEMU runs aarch64 binaries against: the host's root,
+# where libc6:arm64 (pulled by the arm64 GStreamer) puts the aarch64
+# loader (/lib/ld-linux-aarch64.so.1) and glibc, libstdc++6:arm64
+# libstdc++ (cyclors' C++), all in /usr/lib/aarch64-linux-gnu. Not the
+# cross sysroot above: its loader (glibc 2.36-8cross1) would find the
+# multiarch libc.so.6 (2.36-9+deb12u*) through /etc/ld.so.cache, and a
+# loader must run with its own glibc.
+# shellcheck disable=SC2034 # used by the scripts that source this file
+AARCH64_RUN_ROOT=/
+# gstreamer-app-1.0.pc and libgstapp-1.0.so for aarch64 (see
+# ensure_aarch64_gst_dev).
+AARCH64_GST_DEV="${CARGO_TARGET_DIR:-$REPO/target}/$AARCH64_TARGET/gst-plugins-base-dev"
 
 # apt-get with a retry while another apt/dpkg holds the lock.
 apt_get() { # apt_get ARGS...
@@ -185,12 +199,75 @@ ensure_aarch64_toolchain() {
     ensure_rust_target "$AARCH64_TARGET"
     # g++ too: cyclors' cmake build probes a C++ compiler for the target.
     ensure_deb gcc-aarch64-linux-gnu g++-aarch64-linux-gnu libc6-dev-arm64-cross
-    # The camera issue (GStreamer) adds here the arm64 multiarch libraries:
-    #   dpkg --add-architecture arm64 && apt-get update
-    #   ensure_deb libgstreamer1.0-dev:arm64 libgstreamer-plugins-base1.0-dev:arm64
-    # and, in aarch64_cargo_env, PKG_CONFIG_ALLOW_CROSS=1,
-    # PKG_CONFIG_SYSROOT_DIR=/ and
-    # PKG_CONFIG_PATH=/usr/lib/aarch64-linux-gnu/pkgconfig.
+    # edgerec-camera links GStreamer (gstreamer-sys, gstreamer-base-sys,
+    # gstreamer-app-sys, glib-sys, gobject-sys find it with pkg-config):
+    # Debian's arm64 build of it, installed beside the host's (multiarch).
+    ensure_arm64_arch
+    ensure_deb libgstreamer1.0-dev:arm64 libgstreamer-plugins-base1.0-0:arm64
+    ensure_aarch64_gst_dev
+}
+
+# dpkg knows arm64 as a foreign architecture, and apt has its package
+# lists.
+ensure_arm64_arch() {
+    dpkg --print-foreign-architectures | grep -qx arm64 && return 0
+    local sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    log "dpkg --add-architecture arm64"
+    $sudo dpkg --add-architecture arm64
+    apt_get update -q
+}
+
+# Debian 12's libgstreamer-plugins-base1.0-dev is not Multi-Arch: same
+# (its GObject introspection .gir files differ per architecture), so apt
+# installs its arm64 build only by removing the host's, which the host
+# build needs. Of that package the cross build needs only
+# gstreamer-app-1.0.pc and the libgstapp-1.0.so link: the arm64 .deb of
+# the version libgstreamer-plugins-base1.0-0:arm64 has is unpacked into
+# $AARCH64_GST_DEV (no root, nothing outside cargo's target directory),
+# its .pc files' prefix pointed there and its .so links at the arm64
+# libraries in $AARCH64_MULTIARCH_LIBDIR. Where the arm64 package is
+# installed (a machine without the host's, or cross's image), it is used
+# instead.
+ensure_aarch64_gst_dev() {
+    local pkg=libgstreamer-plugins-base1.0-dev
+    if dpkg-query -W -f='${Status}' "$pkg:arm64" 2>/dev/null | grep -q "install ok installed"; then
+        return 0
+    fi
+    local ver stamp="$AARCH64_GST_DEV/.version"
+    ver="$(dpkg-query -W -f='${Version}' libgstreamer-plugins-base1.0-0:arm64)"
+    if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$ver" ]; then
+        return 0
+    fi
+    log "unpacking $pkg:arm64 $ver into $AARCH64_GST_DEV"
+    rm -rf "$AARCH64_GST_DEV"
+    mkdir -p "$AARCH64_GST_DEV/deb"
+    # apt-get download needs no root; as root it warns that _apt cannot
+    # write there and downloads anyway.
+    (cd "$AARCH64_GST_DEV/deb" && apt-get download -q "$pkg:arm64=$ver" >/dev/null 2>&1) || {
+        apt_get update -q
+        (cd "$AARCH64_GST_DEV/deb" && apt-get download -q "$pkg:arm64=$ver" >/dev/null)
+    }
+    local root="$AARCH64_GST_DEV/root" lib l
+    dpkg-deb -x "$AARCH64_GST_DEV"/deb/*.deb "$root"
+    lib="$root$AARCH64_MULTIARCH_LIBDIR"
+    sed -i "s|^prefix=.*|prefix=$root/usr|" "$lib"/pkgconfig/*.pc
+    for l in "$lib"/*.so; do
+        ln -sfn "$AARCH64_MULTIARCH_LIBDIR/$(readlink "$l")" "$l"
+    done
+    echo "$ver" >"$stamp"
+}
+
+# The arm64 GStreamer plugins the camera tests use under user-mode QEMU:
+# videotestsrc, videoconvert, videoscale, videorate, appsrc, appsink
+# (base), mp4mux (good), h265parse, x265enc (bad), avdec_h265 (libav).
+# All Multi-Arch: same, so they install beside the host's. A camera test
+# whose element is missing prints why it skips.
+ensure_aarch64_gst_plugins() {
+    ensure_arm64_arch
+    ensure_deb libstdc++6:arm64 gstreamer1.0-plugins-base:arm64 \
+        gstreamer1.0-plugins-good:arm64 gstreamer1.0-plugins-bad:arm64 \
+        gstreamer1.0-libav:arm64
 }
 
 # Environment for `cargo ... --target aarch64-unknown-linux-gnu` with the
@@ -203,6 +280,13 @@ aarch64_cargo_env() {
     # bindgen (cyclors) parses Cyclone's headers for aarch64 against
     # Debian's aarch64 glibc headers.
     export BINDGEN_EXTRA_CLANG_ARGS_aarch64_unknown_linux_gnu="--sysroot=$AARCH64_SYSROOT"
+    # pkg-config for the aarch64 target only (the pkg-config crate reads
+    # VAR_<target> before VAR, so host builds keep the host's .pc files):
+    # LIBDIR replaces pkg-config's default search path, so a module
+    # missing for arm64 fails instead of linking the x86-64 library. The
+    # .pc files name absolute multiarch paths, so no PKG_CONFIG_SYSROOT_DIR.
+    export PKG_CONFIG_ALLOW_CROSS_aarch64_unknown_linux_gnu=1
+    export PKG_CONFIG_LIBDIR_aarch64_unknown_linux_gnu="$AARCH64_GST_DEV/root$AARCH64_MULTIARCH_LIBDIR/pkgconfig:$AARCH64_MULTIARCH_LIBDIR/pkgconfig:/usr/share/pkgconfig"
 }
 
 # Static glibc executables for the aarch64 target only (build scripts and

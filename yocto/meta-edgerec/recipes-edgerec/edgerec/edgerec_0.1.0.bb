@@ -21,6 +21,10 @@ CVE_PRODUCT = "edgerec"
 # (meta-clang). Not built here yet: unverified until a build host runs
 # `kas build`.
 DEPENDS = "clang-native cmake-native"
+# edgerec-camera links libgstreamer-1.0, libgstbase-1.0 and libgstapp-1.0
+# (gstreamer-rs 0.24's -sys crates find them with pkg-config: pkgconfig
+# below; cargo_common.bbclass exports PKG_CONFIG_ALLOW_CROSS).
+DEPENDS += "gstreamer1.0 gstreamer1.0-plugins-base"
 
 # The source is this repository (workspace.package.repository in
 # Cargo.toml; scripts/yocto-check keeps the two in step). The kas files
@@ -40,7 +44,7 @@ S = "${WORKDIR}/git"
 # builds --frozen from these, offline.
 require ${BPN}-crates.inc
 
-inherit cargo cargo-update-recipe-crates systemd
+inherit cargo cargo-update-recipe-crates pkgconfig systemd
 
 # See DEPENDS: libclang for bindgen, which parses the target's headers
 # with the target's flags (the sysroot is in TOOLCHAIN_OPTIONS), not the
@@ -140,10 +144,35 @@ SYSTEMD_AUTO_ENABLE:${PN}-jetson-clocks = "${@'enable' if d.getVar('EDGEREC_JETS
 # data-makefs.service probes DATA with wipefs and blkid before it runs
 # mkfs.ext4 on a blank partition; systemd-fsck@ runs fsck.ext4 on it before
 # data.mount; edgerec-fstrim.service runs fstrim.
-RDEPENDS:${PN} = "e2fsprogs-e2fsck e2fsprogs-mke2fs util-linux-blkid util-linux-fstrim util-linux-wipefs"
+#
+# And the GStreamer elements every camera pipeline names
+# (crates/camera/src/launch.rs), by the package oe-core's plugin split
+# puts them in: queue (coreelements, in gstreamer1.0 itself),
+# appsrc/appsink (base-app), videoconvert and videoscale (one plugin,
+# videoconvertscale, since GStreamer 1.22), videorate, videotestsrc
+# (source = "test"), h265parse (bad-videoparsersbad), and mp4mux
+# (good-isomp4) for the MP4 export. The libraries come through shlibs.
+# The encoder (and on Jetson nvvidconv and nvarguscamerasrc) is the
+# machine's: packagegroup-edgerec-media.
+RDEPENDS:${PN} = "\
+    e2fsprogs-e2fsck \
+    e2fsprogs-mke2fs \
+    gstreamer1.0 \
+    gstreamer1.0-plugins-bad-videoparsersbad \
+    gstreamer1.0-plugins-base-app \
+    gstreamer1.0-plugins-base-videoconvertscale \
+    gstreamer1.0-plugins-base-videorate \
+    gstreamer1.0-plugins-base-videotestsrc \
+    gstreamer1.0-plugins-good-isomp4 \
+    util-linux-blkid \
+    util-linux-fstrim \
+    util-linux-wipefs \
+"
 RDEPENDS:${PN}-ptp = "${PN} linuxptp"
 RDEPENDS:${PN}-jetson-clocks = "${PN}"
 RDEPENDS:${PN}-jetson-clocks:append:tegra = " tegra-tools-jetson-clocks"
 # NVML for the GPU metrics; edgerec dlopens it and falls back to the Tegra
 # sysfs when it is absent or answers NOT_SUPPORTED.
 RRECOMMENDS:${PN}:append:tegra = " tegra-libraries-nvml"
+# USB cameras: v4l2src, and jpegdec for MJPEG ones.
+RRECOMMENDS:${PN} += "gstreamer1.0-plugins-good-jpeg gstreamer1.0-plugins-good-video4linux2"

@@ -25,12 +25,14 @@ RDEPENDS:${PN} = "${EDGEREC_MACHINE_EXTRAS} edgerec edgerec-ptp linuxptp"
 # (board/*/TUNING.md), nvme-cli for its log pages and power states.
 RDEPENDS:${PN}-tools = "ethtool fio nvme-cli"
 
-# H.265 encoding: NVENC through nvv4l2h265enc and the Argus camera source
-# on Jetson; elsewhere the x265enc software encoder, which needs x265 from
-# meta-multimedia (the append in dynamic-layers/meta-multimedia enables it
-# in gstreamer1.0-plugins-bad), so it is left out without that layer.
+# H.265 encoding: NVENC through nvv4l2h265enc (fed NVMM buffers by
+# nvvidconv) and the Argus camera source on Jetson; elsewhere the x265enc
+# software encoder, which needs x265 from meta-multimedia (the append in
+# dynamic-layers/meta-multimedia enables it in gstreamer1.0-plugins-bad),
+# so it is left out without that layer. The elements every pipeline uses
+# are the edgerec package's own RDEPENDS.
 EDGEREC_HEVC = "${@bb.utils.contains('BBFILE_COLLECTIONS', 'multimedia-layer', 'gstreamer1.0-plugins-bad-x265', '', d)}"
-EDGEREC_HEVC:tegra = "gstreamer1.0-plugins-nvarguscamerasrc gstreamer1.0-plugins-nvvideo4linux2"
+EDGEREC_HEVC:tegra = "gstreamer1.0-plugins-nvarguscamerasrc gstreamer1.0-plugins-nvvidconv gstreamer1.0-plugins-nvvideo4linux2"
 RDEPENDS:${PN}-media = "\
     ${EDGEREC_HEVC} \
     gstreamer1.0 \
