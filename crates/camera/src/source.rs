@@ -39,6 +39,13 @@ const PULL_WAIT: Duration = Duration::from_millis(50);
 /// an error (a v4l2 device that opens but never streams).
 const FIRST_FRAME_WAIT: Duration = Duration::from_secs(10);
 
+/// How long a camera that has been delivering may go without a frame
+/// before the run is an error (an encoder or driver that stalls without a
+/// word on the bus: seen with x265enc starved of CPU at 1080p); the
+/// supervisor then restarts it. Not for topic cameras, whose input may
+/// just be quiet.
+const STALL_WAIT: Duration = Duration::from_secs(3);
+
 /// Frames the appsink holds at most (the camera thread takes each at once;
 /// this is slack for a thread that was not scheduled).
 const SINK_BUFFERS: u32 = 60;
@@ -101,6 +108,7 @@ pub struct CameraSource {
     /// argus: the sensor's stamps and frame numbers, by PTS.
     sensor: SensorStamps,
     last_frame_num: Option<i64>,
+    stall_wait: Duration,
 }
 
 impl std::fmt::Debug for CameraSource {
@@ -173,7 +181,15 @@ impl CameraSource {
             feed,
             sensor: SensorStamps::default(),
             last_frame_num: None,
+            stall_wait: STALL_WAIT,
         })
+    }
+
+    /// How long the camera may go without a frame, once it has given one,
+    /// before its run is an error and it is restarted; default 3 s.
+    pub fn with_stall_wait(mut self, wait: Duration) -> Self {
+        self.stall_wait = wait;
+        self
     }
 
     /// The encoder and why.
@@ -328,6 +344,7 @@ impl Source for CameraSource {
         let mut key_seen = sink.key_unit_requests();
         let started = std::time::Instant::now();
         let mut frames_this_run = 0u64;
+        let mut last_frame = std::time::Instant::now();
         let pending: Pending = Arc::default();
         let mut caps_set: Option<(u32, u32, &'static str)> = None;
         while !stop.is_requested() {
@@ -361,9 +378,22 @@ impl Source for CameraSource {
                         format!("no frame in {} s after start", FIRST_FRAME_WAIT.as_secs()),
                     ));
                 }
+                if frames_this_run > 0
+                    && self.feed.is_none()
+                    && last_frame.elapsed() > self.stall_wait
+                {
+                    return Err(device_error(
+                        &name,
+                        format!(
+                            "no frame for {} ms after {frames_this_run}: the camera or its encoder stalled",
+                            self.stall_wait.as_millis()
+                        ),
+                    ));
+                }
                 continue;
             };
             frames_this_run += 1;
+            last_frame = std::time::Instant::now();
             self.record(sink, channel, pipeline, &sample, &pending);
             if let Some(feed) = &self.feed {
                 sink.set_upstream_lost(

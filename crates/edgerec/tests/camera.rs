@@ -179,6 +179,11 @@ fn foxglove(session: &str, topic: &str, n: u64) {
         .args([session, "--topic", topic, "--expect", &n.to_string()])
         .output()
         .unwrap();
+    if o.status.code() == Some(77) {
+        // Its own skip: a Node older than its packages need (20).
+        println!("{}", String::from_utf8_lossy(&o.stdout).trim());
+        return;
+    }
     assert!(
         o.status.success(),
         "verify_foxglove.mjs: {}{}",
