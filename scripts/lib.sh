@@ -70,6 +70,23 @@ PY
     export EDGEREC_PYTHON="$py"
 }
 
+# Foxglove's own readers for tests/js/verify_foxglove.mjs (@mcap/core and
+# the ROS 2 CDR deserializer), pinned by tests/js/package-lock.json. npm ci
+# runs only when node_modules is missing or older than the lock file.
+# @foxglove/rosmsg2-serialization 3.x wants Node >= 20 (Debian 12's nodejs
+# is 18: the check then prints SKIP and exits 77).
+ensure_node_tools() {
+    ensure_apt node nodejs
+    ensure_apt npm npm
+    local js="$REPO/tests/js"
+    if [ ! -d "$js/node_modules" ] || [ "$js/package-lock.json" -nt "$js/node_modules" ]; then
+        log "npm ci in tests/js"
+        npm ci --prefix "$js" --no-audit --no-fund --loglevel=error >/dev/null
+        # npm ci leaves node_modules' mtime at its creation: mark it now.
+        touch "$js/node_modules"
+    fi
+}
+
 # ---------------------------------------------------------------------------
 # aarch64 (Jetson AGX Orin) builds and user-mode QEMU tests: used by
 # scripts/cross-build and scripts/test-aarch64.
