@@ -160,8 +160,8 @@ class YoctoCheckTest(unittest.TestCase):
 
     def test_unknown_cargo_feature_is_caught(self):
         edit(self.path("yocto/meta-edgerec/dynamic-layers/meta-ros2/recipes-edgerec/edgerec/edgerec_%.bbappend"),
-             'EDGEREC_CARGO_FEATURES:append = " ros2"', 'EDGEREC_CARGO_FEATURES:append = " ros2 camera"')
-        self.assertFails(self.run_checks(["features"]), "edgerec_%.bbappend", "'camera' does not exist")
+             'EDGEREC_CARGO_FEATURES:append = " ros2"', 'EDGEREC_CARGO_FEATURES:append = " ros2 lidar"')
+        self.assertFails(self.run_checks(["features"]), "edgerec_%.bbappend", "'lidar' does not exist")
 
     def test_version_mismatch_is_caught(self):
         edit(self.path("Cargo.toml"), 'version = "0.1.0"', 'version = "0.2.0"')
