@@ -134,10 +134,7 @@ fn retention_keeps_the_floor_while_recording_three_times_the_disk() {
             break;
         }
         assert!(start.elapsed() < limit, "edgerec did not stop");
-        if !stopping
-            && polls % 10 == 0
-            && newest_segment(&root) >= Some(STOP_AT_SEGMENT)
-        {
+        if !stopping && polls % 10 == 0 && newest_segment(&root) >= Some(STOP_AT_SEGMENT) {
             // SAFETY: kill(2) on the pid of a child we own and have not reaped.
             assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
             stopping = true;
@@ -232,15 +229,68 @@ fn recording_pauses_when_nothing_can_be_deleted_and_resumes_when_space_returns()
     let cfg = d.path().join("edgerec.toml");
     write_config(&cfg, &root);
     let report = d.path().join("report.json");
+    // Events, not fixed sleeps: the filler goes once the status says
+    // disk-full (and 1 s of drops), the run stops once 2 s of new data was
+    // written after that. A slow start (user-mode QEMU, a loaded host)
+    // lengthens the test instead of ending the pause before it began.
     let mut child = Command::new(BIN)
-        .args(["run", "--config", cfg.to_str().unwrap(), "--duration", "5s"])
+        .args([
+            "run",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--duration",
+            "120s",
+        ])
         .args(["--report-json", report.to_str().unwrap()])
         .env("EDGEREC_LOG", "warn")
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_secs(2));
-    let lowest_while_full = free_bytes(&mnt);
+    let status_json = || -> Option<serde_json::Value> {
+        let o = Command::new(BIN)
+            .args(["status", "--json", "--config", cfg.to_str().unwrap()])
+            .output()
+            .ok()?;
+        serde_json::from_slice(&o.stdout).ok()
+    };
+    let t0 = Instant::now();
+    let mut lowest_while_full = u64::MAX;
+    loop {
+        assert!(
+            t0.elapsed() < Duration::from_secs(90),
+            "recording never paused for space"
+        );
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "edgerec ended before the pause"
+        );
+        lowest_while_full = lowest_while_full.min(free_bytes(&mnt));
+        if status_json().is_some_and(|v| v["state"] == "disk-full") {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let paused_at = Instant::now();
+    while paused_at.elapsed() < Duration::from_secs(1) {
+        lowest_while_full = lowest_while_full.min(free_bytes(&mnt));
+        std::thread::sleep(Duration::from_millis(50));
+    }
     std::fs::remove_file(&filler).unwrap();
+    let written_at = |v: &serde_json::Value| v["storage"]["bytes_written"].as_u64();
+    let before = status_json().as_ref().and_then(written_at).unwrap_or(0);
+    let t1 = Instant::now();
+    loop {
+        assert!(
+            t1.elapsed() < Duration::from_secs(60),
+            "recording did not resume"
+        );
+        let now = status_json().as_ref().and_then(written_at).unwrap_or(0);
+        if now > before + 32 * MIB {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // SAFETY: kill(2) on the pid of a child we own and have not reaped.
+    assert_eq!(unsafe { libc::kill(child.id() as i32, libc::SIGINT) }, 0);
     let status = child.wait().unwrap();
     assert!(status.success(), "edgerec run failed: {status:?}");
     let r: serde_json::Value = serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
