@@ -927,7 +927,7 @@ def main():
     for r in results:
         first = r["figure"].splitlines()[0] if r["figure"] else ""
         print(f"{r['scenario']:<{w}}  {r['result']:<6}  {r['seconds']:>4.0f}s  {first}")
-    print(f"{'camera':<{w}}  n/a        -   a test camera through GStreamer: edgerec has no GStreamer source yet")
+    print(f"{'camera':<{w}}  n/a        -   the board's binary is static and built without cameras (Debian ships no static GStreamer); cameras are tested on the host and under qemu-user")
     print(f"total {total:.0f} s on {os.cpu_count()} host cores, TCG; work files in {a.work}")
     for r in results:
         if r["result"] == "FAIL":
