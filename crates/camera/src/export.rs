@@ -510,11 +510,7 @@ mod tests {
     use edgerec_format::records::{Channel, Schema};
     use edgerec_format::writer::{McapWriter, PROFILE_ROS2};
 
-    const KEY: &[u8] = &[
-        0, 0, 0, 1, 0x40, 1, 0x0c, 0, 0, 0, 1, 0x42, 1, 1, 0, 0, 0, 1, 0x44, 1, 0xc1, 0, 0, 0, 1,
-        0x26, 1, 0xaf,
-    ];
-    const DELTA: &[u8] = &[0, 0, 0, 1, 0x02, 1, 0xd0, 0x55];
+    use crate::nal::samples::{DELTA, KEY};
 
     /// A segment `dir/bag_<n>.mcap` with `/cam` (the given access units
     /// and formats, 10 ms apart from `t0`) and `/imu`.

@@ -235,11 +235,7 @@ pub fn annotate(info: &mut BagInfo) {
 mod tests {
     use super::*;
 
-    const KEY: &[u8] = &[
-        0, 0, 0, 1, 0x40, 1, 0x0c, 0, 0, 0, 1, 0x42, 1, 1, 0, 0, 0, 1, 0x44, 1, 0xc1, 0, 0, 0, 1,
-        0x26, 1, 0xaf,
-    ];
-    const DELTA: &[u8] = &[0, 0, 0, 1, 0x02, 1, 0xd0, 0x55];
+    use crate::nal::samples::{DELTA, KEY};
 
     #[test]
     fn rate_bitrate_and_keyframe_interval_over_capture_time() {

@@ -104,6 +104,17 @@ impl AccessUnit {
     }
 }
 
+/// Access units for tests: a keyframe (VPS, SPS, PPS, IDR_W_RADL) and a
+/// delta frame (TRAIL_R).
+#[cfg(test)]
+pub(crate) mod samples {
+    pub(crate) const KEY: &[u8] = &[
+        0, 0, 0, 1, 0x40, 1, 0x0c, 0, 0, 0, 1, 0x42, 1, 1, 0, 0, 0, 1, 0x44, 1, 0xc1, 0, 0, 0, 1,
+        0x26, 1, 0xaf,
+    ];
+    pub(crate) const DELTA: &[u8] = &[0, 0, 0, 1, 0x02, 1, 0xd0, 0x55];
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
