@@ -6,8 +6,11 @@
 use crate::document::{Cx, Table};
 use crate::schema::Result;
 use crate::units::{Size, Time};
-use crate::values::{CameraSourceKind, ClockSourceKind};
-use crate::{CameraConfig, ClockConfig, Config, HealthConfig, SourcesConfig, SyntheticChannel};
+use crate::values::{CameraSourceKind, ClockSourceKind, RecordingMode};
+use crate::{
+    CameraConfig, ClockConfig, Config, HealthConfig, RecordingConfig, SourcesConfig,
+    SyntheticChannel, TriggerConfig,
+};
 
 /// The chunker fills one chunk while the compressors hold others and the
 /// sequencer waits on the oldest; fewer than four chunks of budget stalls the
@@ -331,4 +334,78 @@ pub(crate) fn unique_camera(cx: &Cx, entries: &[Table], cameras: &[CameraConfig]
         );
     }
     Ok(())
+}
+
+/// `recording.mode = "mixed"` needs `continuous_topics`: without them it
+/// is `triggered`.
+pub(crate) fn mixed_has_continuous_topics(
+    cx: &Cx,
+    table: &Table,
+    config: &RecordingConfig,
+) -> Result<()> {
+    if config.mode != RecordingMode::Mixed || !config.continuous_topics.is_empty() {
+        return Ok(());
+    }
+    match table
+        .field("continuous_topics")
+        .or_else(|| table.field("mode"))
+    {
+        Some(field) => Err(cx.at(
+            &field,
+            "mode = \"mixed\" records `continuous_topics` all the time, and none are listed",
+            Some(
+                "add continuous_topics = [\"/tf\", \"/odom\"], or use mode = \"triggered\""
+                    .to_owned(),
+            ),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Each rule has its own name; the newest entry is checked against those
+/// before it.
+pub(crate) fn unique_trigger(cx: &Cx, entries: &[Table], rules: &[TriggerConfig]) -> Result<()> {
+    let (Some(new), Some((entry, earlier))) = (rules.last(), entries.split_last()) else {
+        return Ok(());
+    };
+    let Some(first) = rules[..rules.len() - 1]
+        .iter()
+        .position(|r| r.name == new.name)
+    else {
+        return Ok(());
+    };
+    let Some(field) = entry.field("name") else {
+        return Ok(());
+    };
+    let line = earlier
+        .get(first)
+        .and_then(|e| cx.line(e.field("name").and_then(|f| f.span())))
+        .map_or(String::new(), |line| format!(" (line {line})"));
+    Err(cx.at(
+        &field,
+        format!("duplicate trigger name `{}`", new.name),
+        Some(format!(
+            "trigger[{first}]{line} already has it; give each rule its own name"
+        )),
+    ))
+}
+
+/// Rules record clips, which only `triggered` and `mixed` make: in
+/// `continuous` everything is written already.
+pub(crate) fn triggers_fit_the_mode(cx: &Cx, root: &Table, config: &Config) -> Result<()> {
+    if config.trigger.is_empty() || config.recording.mode != RecordingMode::Continuous {
+        return Ok(());
+    }
+    match root.field("trigger") {
+        Some(field) => Err(cx.at(
+            &field,
+            "[[trigger]] rules record event clips, which recording.mode = \"continuous\" \
+             (the default) does not make",
+            Some(
+                "set mode = \"triggered\" or \"mixed\" in [recording], or remove the rules"
+                    .to_owned(),
+            ),
+        )),
+        None => Ok(()),
+    }
 }

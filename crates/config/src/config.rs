@@ -16,8 +16,8 @@ use crate::schema::{
     MIB, TIB,
 };
 use crate::values::{
-    CameraSourceKind, ClockSourceKind, Compression, EncoderChoice, Rate, RateControl, RosDistro,
-    SourceFault, StorageBackend, SyntheticKind,
+    CameraSourceKind, ClockSourceKind, Compression, EncoderChoice, Located, Rate, RateControl,
+    RecordingMode, RosDistro, SourceFault, StorageBackend, SyntheticKind,
 };
 
 section! {
@@ -53,6 +53,11 @@ section! {
         /// `[[camera]]`: cameras encoded to H.265 and recorded beside the
         /// topics. Default none.
         camera: Vec<CameraConfig> = Vec::new(), array_of_tables("camera", checks::unique_camera);
+        /// `[triggers]`: the pre-roll ring and the defaults of the rules.
+        triggers: TriggersConfig = TriggersConfig::default(), table();
+        /// `[[trigger]]`: rules that record an event clip. Default none.
+        trigger: Vec<TriggerConfig> = Vec::new(), array_of_tables("rule", checks::unique_trigger),
+            then checks::triggers_fit_the_mode;
     }
 }
 
@@ -68,6 +73,85 @@ section! {
         session_prefix: String = "edgerec".to_owned(), read(readers::session_prefix);
         /// ROS 2 distribution written into the bag's metadata. Default Humble.
         ros_distro: RosDistro = RosDistro::Humble, choice(&RosDistro::ALL, RosDistro::as_str);
+        /// `continuous` (every channel, all the time; default), `triggered`
+        /// (only event clips) or `mixed` (`continuous_topics` all the time,
+        /// every other channel only in event clips).
+        mode: RecordingMode = RecordingMode::Continuous,
+            choice(&RecordingMode::ALL, RecordingMode::as_str);
+        /// `mixed`: the topics recorded all the time. Default none.
+        continuous_topics: Vec<String> = Vec::new(), read(readers::topic_list),
+            then checks::mixed_has_continuous_topics;
+    }
+}
+
+section! {
+    /// `[triggers]`: what every rule shares.
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct TriggersConfig with Default {
+        /// Pre-roll a clip starts with, unless its rule sets its own; 0 to
+        /// 10 min. Default 10 s.
+        pre: Duration = secs(10), duration(secs(0)..=mins(10));
+        /// Time a clip goes on after its event ends, unless its rule sets
+        /// its own; 0 to 10 min. Default 10 s.
+        post: Duration = secs(10), duration(secs(0)..=mins(10));
+        /// Memory the pre-roll ring may hold (compressed); 1 MiB to 64 GiB.
+        /// Default 512 MiB.
+        memory_budget: u64 = 512 * MIB, size(MIB..=64 * GIB);
+        /// How long clips are kept from retention; 0 = forever (default).
+        keep: Duration = secs(0), duration(secs(0)..=hours(24 * 3650));
+        /// Time after an event ends before its rule may fire again, unless
+        /// the rule sets its own; 0 to 24 h. Default 0.
+        cooldown: Duration = secs(0), duration(secs(0)..=hours(24));
+    }
+}
+
+section! {
+    /// One `[[trigger]]`: a rule over one topic's messages that records an
+    /// event clip.
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct TriggerConfig {
+        /// The rule's name: letters, digits, `_` and `-`; unique; it names
+        /// the clips. Required.
+        name: String = String::new(), read(readers::trigger_name),
+            required "add name = \"low_battery\" (letters, digits, `_` and `-`)";
+        /// The topic whose messages the rule reads. Required.
+        topic: String = String::new(), read(readers::topic),
+            required "add topic = \"/battery\"";
+        /// A condition over the message's fields (`voltage < 12.1`,
+        /// `status[0].level >= 2 and not present`); empty = every message
+        /// fires (default).
+        when: Located = Located::default(), read(readers::located);
+        /// How long the condition must hold before the rule fires; 0 to 1
+        /// h. Default 0.
+        hold_for as "for": Duration = secs(0), duration(secs(0)..=hours(1));
+        /// Pre-roll of its clips; unset = `triggers.pre`.
+        pre: Option<Duration> = None, read(readers::clip_window);
+        /// Time its clips go on after the event ends; unset =
+        /// `triggers.post`.
+        post: Option<Duration> = None, read(readers::clip_window);
+        /// Time after an event ends before it may fire again; unset =
+        /// `triggers.cooldown`.
+        cooldown: Option<Duration> = None, read(readers::clip_window);
+        /// What its clips record; empty = every channel the clips can hold
+        /// (default).
+        topics: Vec<String> = Vec::new(), read(readers::topic_list);
+    }
+}
+
+impl TriggerConfig {
+    /// Its pre-roll, with `triggers.pre` for an unset one.
+    pub fn pre_or(&self, defaults: &TriggersConfig) -> Duration {
+        self.pre.unwrap_or(defaults.pre)
+    }
+
+    /// Its post-trigger window, with `triggers.post` for an unset one.
+    pub fn post_or(&self, defaults: &TriggersConfig) -> Duration {
+        self.post.unwrap_or(defaults.post)
+    }
+
+    /// Its cooldown, with `triggers.cooldown` for an unset one.
+    pub fn cooldown_or(&self, defaults: &TriggersConfig) -> Duration {
+        self.cooldown.unwrap_or(defaults.cooldown)
     }
 }
 
@@ -617,7 +701,12 @@ mod tests {
                     }
                 }
                 entry.push(line.clone());
-                let example = entry.join("\n");
+                // Rules make clips, which continuous recording does not.
+                let prelude = match table.name.as_str() {
+                    "[[trigger]]" => "[recording]\nmode = \"triggered\"\n",
+                    _ => "",
+                };
+                let example = format!("{prelude}{}", entry.join("\n"));
                 if let Err(err) = Config::parse(&example, Path::new("example.toml")) {
                     panic!("{err} in\n{example}");
                 }

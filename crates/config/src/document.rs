@@ -220,6 +220,30 @@ impl Cx<'_> {
         self.error(field.span(), Some(field.key.clone()), message, hint)
     }
 
+    /// A string value with the place of its first character: after the
+    /// opening quote (one for a basic or literal string, three for a
+    /// multi-line one).
+    pub(crate) fn located(&self, field: &Field) -> Result<crate::Located> {
+        let text = self.string(field)?;
+        let start = field.span().map_or(0, |span| {
+            let raw = self.text.get(span.clone()).unwrap_or("");
+            let quote = if raw.starts_with("\"\"\"") || raw.starts_with("'''") {
+                3
+            } else {
+                1
+            };
+            span.start + quote
+        });
+        let (line, column) = line_column(self.text, start);
+        Ok(crate::Located {
+            text: text.to_owned(),
+            path: self.origin.to_path_buf(),
+            key: field.key.clone(),
+            line,
+            column,
+        })
+    }
+
     pub(crate) fn line(&self, span: Option<Range<usize>>) -> Option<usize> {
         span.map(|span| line_column(self.text, span.start).0)
     }

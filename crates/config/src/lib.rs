@@ -81,13 +81,13 @@ use std::path::Path;
 pub use config::{
     CameraConfig, ClockConfig, Config, HealthConfig, LedsConfig, McapConfig, MetricsConfig,
     PipelineConfig, RecordingConfig, RetentionConfig, RosConfig, RosQos, SegmentConfig,
-    SourcesConfig, StorageConfig, SyntheticChannel,
+    SourcesConfig, StorageConfig, SyntheticChannel, TriggerConfig, TriggersConfig,
 };
 pub use error::ConfigError;
 pub use units::{parse_duration, parse_size, UnitError};
 pub use values::{
-    CameraSourceKind, ClockSourceKind, Compression, EncoderChoice, Rate, RateControl, RosDistro,
-    SourceFault, StorageBackend, SyntheticKind, HEALTH_STATES,
+    CameraSourceKind, ClockSourceKind, Compression, EncoderChoice, Located, Rate, RateControl,
+    RecordingMode, RosDistro, SourceFault, StorageBackend, SyntheticKind, HEALTH_STATES,
 };
 
 impl Config {

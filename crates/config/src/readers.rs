@@ -12,7 +12,7 @@ use toml_edit::Value;
 use crate::document::{nearest, Cx, Field};
 use crate::schema::{read_with_config, Result, Rule};
 use crate::units::{parse_duration, Size};
-use crate::values::{Compression, Rate, SourceFault, HEALTH_STATES};
+use crate::values::{Compression, Located, Rate, SourceFault, HEALTH_STATES};
 use crate::{McapConfig, StorageConfig};
 
 /// Longest session prefix: it becomes part of directory and file names.
@@ -552,4 +552,47 @@ mod tests {
         assert!(check_session_prefix("a/b").is_err());
         assert!(check_session_prefix("ü").is_err());
     }
+}
+
+/// An array of fully qualified topic names.
+pub(crate) fn topic_list(cx: &Cx, field: &Field) -> Result<Vec<String>> {
+    let list = string_list(cx, field)?;
+    for topic in &list {
+        check_topic(topic).map_err(|(message, hint)| cx.at(field, message, hint))?;
+    }
+    Ok(list)
+}
+
+/// A trigger's name: it becomes part of its clips' directory names, so
+/// letters, digits, `_` and `-`, 1 to 64 of them.
+pub(crate) fn trigger_name(cx: &Cx, field: &Field) -> Result<String> {
+    let name = cx.string(field)?;
+    let ok = (1..=64).contains(&name.len())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if !ok {
+        return Err(cx.at(
+            field,
+            format!("`{name}` is not a trigger name"),
+            Some(
+                "use 1 to 64 letters, digits, `_` and `-` (\"low_battery\"): the name becomes \
+                 part of its clips' directory names"
+                    .to_owned(),
+            ),
+        ));
+    }
+    Ok(name.to_owned())
+}
+
+/// A string kept with where it starts in the file (see [`Located`]).
+pub(crate) fn located(cx: &Cx, field: &Field) -> Result<Located> {
+    cx.located(field)
+}
+
+/// A clip window or cooldown set on one rule: a duration of 0 to 10 min
+/// (cooldown up to 24 h is set in `[triggers]`), or unset.
+pub(crate) fn clip_window(cx: &Cx, field: &Field) -> Result<Option<Duration>> {
+    cx.duration_in(field, (Duration::ZERO, Duration::from_secs(600)))
+        .map(Some)
 }

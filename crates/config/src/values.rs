@@ -359,3 +359,71 @@ impl RateControl {
         }
     }
 }
+
+/// What a recording writes (`recording.mode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RecordingMode {
+    /// Every channel, all the time (the default).
+    Continuous,
+    /// Only event clips: every channel is kept in the pre-roll ring and
+    /// written around events.
+    Triggered,
+    /// `recording.continuous_topics` all the time, every other channel
+    /// only in event clips.
+    Mixed,
+}
+
+impl RecordingMode {
+    /// Every mode, in the order the TOML spellings are listed.
+    pub const ALL: [RecordingMode; 3] = [
+        RecordingMode::Continuous,
+        RecordingMode::Triggered,
+        RecordingMode::Mixed,
+    ];
+
+    /// The TOML spelling.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            RecordingMode::Continuous => "continuous",
+            RecordingMode::Triggered => "triggered",
+            RecordingMode::Mixed => "mixed",
+        }
+    }
+}
+
+/// A string value together with where its text starts in the file, so
+/// that a later check of its contents (a trigger's `when`, parsed and
+/// checked against the topic's type once that is known) can name the line
+/// and column of the very character it is about.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Located {
+    /// The text, as read.
+    pub text: String,
+    /// The file.
+    pub path: std::path::PathBuf,
+    /// The dotted key (`trigger[0].when`).
+    pub key: String,
+    /// 1-based line of the text's first character.
+    pub line: usize,
+    /// 1-based column of the text's first character (after the quote).
+    pub column: usize,
+}
+
+impl Located {
+    /// An error about the character at 1-based `column` of the text.
+    pub fn error_at(
+        &self,
+        column: usize,
+        message: impl Into<String>,
+        hint: Option<String>,
+    ) -> crate::ConfigError {
+        crate::ConfigError {
+            path: self.path.clone(),
+            line: Some(self.line),
+            column: Some(self.column + column.saturating_sub(1)),
+            key: Some(self.key.clone()),
+            message: message.into(),
+            hint,
+        }
+    }
+}

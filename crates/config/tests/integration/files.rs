@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use edgerec_config::{
     CameraConfig, ClockConfig, ClockSourceKind, Compression, Config, EncoderChoice, HealthConfig,
-    LedsConfig, McapConfig, MetricsConfig, PipelineConfig, Rate, RecordingConfig, RetentionConfig,
-    RosConfig, RosDistro, SegmentConfig, SourcesConfig, StorageBackend, StorageConfig,
-    SyntheticChannel, SyntheticKind,
+    LedsConfig, McapConfig, MetricsConfig, PipelineConfig, Rate, RecordingConfig, RecordingMode,
+    RetentionConfig, RosConfig, RosDistro, SegmentConfig, SourcesConfig, StorageBackend,
+    StorageConfig, SyntheticChannel, SyntheticKind, TriggersConfig,
 };
 
 fn config_file(name: &str) -> PathBuf {
@@ -36,6 +36,8 @@ fn defaults_are_the_documented_values() {
             root: PathBuf::from("/data/edgerec/recordings"),
             session_prefix: "edgerec".to_owned(),
             ros_distro: RosDistro::Humble,
+            mode: RecordingMode::Continuous,
+            continuous_topics: vec![],
         },
         storage: StorageConfig {
             backend: StorageBackend::Auto,
@@ -121,6 +123,14 @@ fn defaults_are_the_documented_values() {
             states: vec![],
         },
         camera: vec![],
+        triggers: TriggersConfig {
+            pre: Duration::from_secs(10),
+            post: Duration::from_secs(10),
+            memory_budget: 512 * mib,
+            keep: Duration::ZERO,
+            cooldown: Duration::ZERO,
+        },
+        trigger: vec![],
     };
     assert_eq!(Config::default(), expected);
 }

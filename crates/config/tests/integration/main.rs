@@ -4,3 +4,4 @@
 mod camera;
 mod errors;
 mod files;
+mod triggers;
