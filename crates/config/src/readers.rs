@@ -526,34 +526,6 @@ pub(crate) fn bitrate(cx: &Cx, field: &Field) -> Result<u64> {
     Ok(bps)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn topic_rules() {
-        for good in ["/imu", "/imu/data", "/a_b/C9", "/_private"] {
-            assert_eq!(check_topic(good), Ok(()), "{good}");
-        }
-        for bad in [
-            "imu", "", "/", "/imu/", "/a//b", "/a-b", "/a b", "/9imu", "/cam/2d",
-        ] {
-            assert!(check_topic(bad).is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn session_prefix_rules() {
-        assert_eq!(check_session_prefix("edgerec"), Ok(()));
-        assert_eq!(check_session_prefix("car-07_run"), Ok(()));
-        assert_eq!(check_session_prefix(&"a".repeat(64)), Ok(()));
-        assert!(check_session_prefix(&"a".repeat(65)).is_err());
-        assert!(check_session_prefix("").is_err());
-        assert!(check_session_prefix("a/b").is_err());
-        assert!(check_session_prefix("ü").is_err());
-    }
-}
-
 /// An array of fully qualified topic names.
 pub(crate) fn topic_list(cx: &Cx, field: &Field) -> Result<Vec<String>> {
     let list = string_list(cx, field)?;
@@ -595,4 +567,32 @@ pub(crate) fn located(cx: &Cx, field: &Field) -> Result<Located> {
 pub(crate) fn clip_window(cx: &Cx, field: &Field) -> Result<Option<Duration>> {
     cx.duration_in(field, (Duration::ZERO, Duration::from_secs(600)))
         .map(Some)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn topic_rules() {
+        for good in ["/imu", "/imu/data", "/a_b/C9", "/_private"] {
+            assert_eq!(check_topic(good), Ok(()), "{good}");
+        }
+        for bad in [
+            "imu", "", "/", "/imu/", "/a//b", "/a-b", "/a b", "/9imu", "/cam/2d",
+        ] {
+            assert!(check_topic(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn session_prefix_rules() {
+        assert_eq!(check_session_prefix("edgerec"), Ok(()));
+        assert_eq!(check_session_prefix("car-07_run"), Ok(()));
+        assert_eq!(check_session_prefix(&"a".repeat(64)), Ok(()));
+        assert!(check_session_prefix(&"a".repeat(65)).is_err());
+        assert!(check_session_prefix("").is_err());
+        assert!(check_session_prefix("a/b").is_err());
+        assert!(check_session_prefix("ü").is_err());
+    }
 }
