@@ -13,6 +13,11 @@ crates/synthetic/src/encode.rs): the embedded sequence number, header.stamp
 Per topic: sequence numbers strictly increase, the number missing equals the
 drops edgerec reported, and the count equals what edgerec said it wrote.
 
+A message whose payload is only the 4-byte CDR encapsulation header was cut
+on purpose by `fault = "malformed-every:N"` (crates/synthetic/src/fault.rs):
+both readers skip it undecoded and count it; it counts as written, and its
+sequence number as missing, like a drop.
+
 usage: verify_bag.py BAG_DIR REPORT_JSON
 Prints one line per topic and reader; exits 1 on the first mismatch.
 """
@@ -27,6 +32,8 @@ from rosbags.rosbag2 import Reader as BagReader
 from rosbags.typesys import Stores, get_typestore, get_types_from_msg
 
 MASK = (1 << 64) - 1
+# The payload of a message cut by fault = "malformed-every:N".
+MALFORMED = bytes([0, 1, 0, 0])
 _patterns = {}
 
 
@@ -86,6 +93,17 @@ def check_message(topic, type_name, m, publish_time):
         return int(m.data[4:24])
     if stamp_ns(m.header) != publish_time:
         fail(f"{topic}: header.stamp {stamp_ns(m.header)} != publish_time {publish_time}")
+    if type_name == "sensor_msgs/msg/BatteryState":
+        # crates/synthetic/src/battery.rs expected_battery().
+        if not m.serial_number.startswith("seq="):
+            fail(f"{topic}: serial_number does not start with seq=: {m.serial_number[:30]!r}")
+        seq = int(m.serial_number[4:24])
+        cells = list(m.cell_voltage)
+        if len(cells) != 3 or any(abs(c - m.voltage / 3) > 1e-4 for c in cells):
+            fail(f"{topic}: cell_voltage {cells} for voltage {m.voltage} at seq {seq}")
+        if list(m.cell_temperature) != [25.0] * 3 or m.location != "synthetic" or not m.present:
+            fail(f"{topic}: fixed fields differ from the synthetic battery's at seq {seq}")
+        return seq
     if type_name == "sensor_msgs/msg/Imu":
         seq = int(m.angular_velocity.x)
         a = seq * 1e-3
@@ -122,6 +140,7 @@ class TopicLog:
         self.seqs = []
         self.log_times = []
         self.repeats = 0
+        self.malformed = 0
 
     def add(self, seq, log_time, segment_start):
         """A latched channel's last message is written again at the start
@@ -134,18 +153,18 @@ class TopicLog:
 
     def verify(self, topic, reader, written, dropped):
         n = len(self.seqs)
-        if n != written:
-            fail(f"{reader} {topic}: {n} messages, edgerec wrote {written}")
+        if n + self.malformed != written:
+            fail(f"{reader} {topic}: {n} messages and {self.malformed} malformed, edgerec wrote {written}")
         if any(b <= a for a, b in zip(self.seqs, self.seqs[1:])):
             fail(f"{reader} {topic}: sequence numbers not strictly increasing")
         if n:
             # Seqs start at 0 at the source; the ones missing are drops.
             missing = self.seqs[-1] + 1 - n
-            if missing > dropped:
+            if missing > dropped + self.malformed:
                 fail(f"{reader} {topic}: {missing} sequence numbers missing, edgerec reported {dropped} drops")
         if any(b < a for a, b in zip(self.log_times, self.log_times[1:])):
             fail(f"{reader} {topic}: log times go backwards")
-        print(f"ok {reader:8} {topic}: {n} messages, seq {self.seqs[0] if n else '-'}..{self.seqs[-1] if n else '-'}, {dropped} drops, {self.repeats} latched repeats")
+        print(f"ok {reader:8} {topic}: {n} messages, seq {self.seqs[0] if n else '-'}..{self.seqs[-1] if n else '-'}, {dropped} drops, {self.malformed} malformed, {self.repeats} latched repeats")
 
 
 def main():
@@ -159,21 +178,29 @@ def main():
     latched = set()
     # topic -> segments after the one it first appeared in
     later_segments = {}
+    factory = DecoderFactory()
     segments = sorted(bag.glob("*.mcap"), key=lambda p: int(p.stem.rsplit("_", 1)[1]))
     if not segments:
         fail(f"no .mcap in {bag}")
     for seg in segments:
         started = set()
         with open(seg, "rb") as f:
-            reader = make_reader(f, validate_crcs=True, decoder_factories=[DecoderFactory()])
+            reader = make_reader(f, validate_crcs=True)
             summary = reader.get_summary()
             if summary is None or summary.statistics is None:
                 fail(f"{seg}: no summary statistics")
-            for schema, channel, message, decoded in reader.iter_decoded_messages():
+            decoders = {}
+            for schema, channel, message in reader.iter_messages():
                 types[channel.topic] = schema.name
                 if schema.encoding != "ros2msg" or channel.message_encoding != "cdr":
                     fail(f"{channel.topic}: encodings {schema.encoding}/{channel.message_encoding}")
                 log = logs.setdefault(channel.topic, TopicLog())
+                if message.data == MALFORMED:
+                    log.malformed += 1
+                    continue
+                if schema.id not in decoders:
+                    decoders[schema.id] = factory.decoder_for(channel.message_encoding, schema)
+                decoded = decoders[schema.id](message.data)
                 seq = check_message(channel.topic, schema.name, decoded, message.publish_time)
                 if seq is None:
                     seq = len(log.seqs)
@@ -202,8 +229,11 @@ def main():
             if conn.msgtype not in store.types:
                 store.register(get_types_from_msg(conn.msgdef.data, conn.msgtype))
         for conn, ts, raw in r.messages():
-            m = store.deserialize_cdr(raw, conn.msgtype)
             log = rlogs.setdefault(conn.topic, TopicLog())
+            if bytes(raw) == MALFORMED:
+                log.malformed += 1
+                continue
+            m = store.deserialize_cdr(raw, conn.msgtype)
             pub = stamp_ns(m.header) if hasattr(m, "header") else ts
             seq = check_message(conn.topic, conn.msgtype, m, pub)
             if seq is None:

@@ -19,6 +19,7 @@ use crate::values::{
     CameraSourceKind, ClockSourceKind, Compression, EncoderChoice, Located, Rate, RateControl,
     RecordingMode, RosDistro, SourceFault, StorageBackend, SyntheticKind,
 };
+use crate::voltage::VoltageProfile;
 
 section! {
     /// The whole configuration, one field per TOML table.
@@ -263,6 +264,11 @@ section! {
         /// Fault injection, for tests and for checking an installation. Default
         /// none.
         fault: Option<SourceFault> = None, read(readers::fault);
+        /// `sensor_msgs/msg/BatteryState`: the voltage over the time since
+        /// the source's first message, `"12.6, 11.8@3s, 12.6@6s"` (see
+        /// [`VoltageProfile`]). Ignored by the other types. Default a
+        /// constant 12.6 V.
+        voltage: VoltageProfile = VoltageProfile::default(), read(readers::voltage);
     }
 }
 

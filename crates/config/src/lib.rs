@@ -75,6 +75,7 @@ mod readers;
 mod schema;
 mod units;
 mod values;
+mod voltage;
 
 use std::path::Path;
 
@@ -89,6 +90,7 @@ pub use values::{
     CameraSourceKind, ClockSourceKind, Compression, EncoderChoice, Located, Rate, RateControl,
     RecordingMode, RosDistro, SourceFault, StorageBackend, SyntheticKind, HEALTH_STATES,
 };
+pub use voltage::{VoltageProfile, VoltageProfileError, VoltageStep};
 
 impl Config {
     /// Reads and validates the configuration file at `path`.

@@ -1,8 +1,8 @@
 //! Readers of the keys whose values a type and a range cannot describe:
-//! topic names, the session prefix, a synthetic channel's rate and fault,
-//! the Prometheus address, the LED map and its patterns, and the ranges
-//! that depend on another key or say more than "from .. to". Each is named
-//! by its row in the schema (`config.rs`).
+//! topic names, the session prefix, a synthetic channel's rate, fault and
+//! voltage profile, the Prometheus address, the LED map and its patterns,
+//! and the ranges that depend on another key or say more than "from ..
+//! to". Each is named by its row in the schema (`config.rs`).
 
 use std::ops::RangeInclusive;
 use std::time::Duration;
@@ -13,6 +13,7 @@ use crate::document::{nearest, Cx, Field};
 use crate::schema::{read_with_config, Result, Rule};
 use crate::units::{parse_duration, Size};
 use crate::values::{Compression, Located, Rate, SourceFault, HEALTH_STATES};
+use crate::voltage::VoltageProfile;
 use crate::{McapConfig, StorageConfig};
 
 /// Longest session prefix: it becomes part of directory and file names.
@@ -137,31 +138,48 @@ pub(crate) fn rate<C>(max_hz: f64) -> impl Rule<C, Rate> {
     })
 }
 
-/// `"panic-every:2s"`, `"error-every:2s"` or `"stall-for:5s"`.
+/// `"panic-every:2s"`, `"error-every:2s"`, `"stall-for:5s"` or
+/// `"malformed-every:10"`.
 pub(crate) fn fault(cx: &Cx, field: &Field) -> Result<Option<SourceFault>> {
     let forms = format!(
-        "faults: {}, with DURATION such as \"2s\" or \"500ms\"",
+        "faults: {}, with DURATION such as \"2s\" or \"500ms\" and N a count of messages from 1",
         SourceFault::KINDS
-            .map(|kind| format!("{kind}:DURATION"))
+            .map(|kind| match kind {
+                "malformed-every" => format!("{kind}:N"),
+                _ => format!("{kind}:DURATION"),
+            })
             .join(", ")
     );
     let Some(text) = field.item.as_str() else {
         return Err(cx.wrong_type(field, "a string", Some(forms)));
     };
-    let (kind, duration) = text.split_once(':').unwrap_or((text, ""));
-    let fault = match kind.trim() {
+    let (kind, value) = text.split_once(':').unwrap_or((text, ""));
+    let timed = match kind.trim() {
         "panic-every" => SourceFault::PanicEvery,
         "error-every" => SourceFault::ErrorEvery,
         "stall-for" => SourceFault::StallFor,
+        // A count, not a duration: its own grammar.
+        "malformed-every" => {
+            return match value.trim().parse::<u64>() {
+                Ok(n) if n > 0 => Ok(Some(SourceFault::MalformedEvery(n))),
+                _ => Err(cx.at(
+                    field,
+                    format!("`{text}`: N must be a whole number of messages, 1 or more"),
+                    Some(format!(
+                        "write \"malformed-every:10\" for every 10th message; {forms}"
+                    )),
+                )),
+            };
+        }
         _ => {
             let hint = match nearest(kind.trim(), SourceFault::KINDS.iter().copied()) {
-                Some(near) => format!("did you mean `{near}:{}`? ({forms})", duration.trim()),
+                Some(near) => format!("did you mean `{near}:{}`? ({forms})", value.trim()),
                 None => forms,
             };
             return Err(cx.at(field, format!("unknown fault `{text}`"), Some(hint)));
         }
     };
-    let duration = parse_duration(duration).map_err(|err| {
+    let duration = parse_duration(value).map_err(|err| {
         let hint = match err.hint {
             Some(unit_hint) => format!("{unit_hint}; {forms}"),
             None => forms.clone(),
@@ -175,7 +193,14 @@ pub(crate) fn fault(cx: &Cx, field: &Field) -> Result<Option<SourceFault>> {
             Some(forms),
         ));
     }
-    Ok(Some(fault(duration)))
+    Ok(Some(timed(duration)))
+}
+
+/// A battery channel's voltage profile, `"12.6, 11.8@3s, 12.6@6s"`.
+pub(crate) fn voltage(cx: &Cx, field: &Field) -> Result<VoltageProfile> {
+    let text = cx.string(field)?;
+    VoltageProfile::parse(text)
+        .map_err(|err| cx.at(field, format!("`{text}`: {}", err.message), Some(err.hint)))
 }
 
 /// An IP address and port, or empty for none.

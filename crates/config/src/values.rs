@@ -1,6 +1,7 @@
 //! The values a key can take that are more than a number, a size, a
 //! duration or a string: the enums with their TOML spellings, a synthetic
-//! channel's rate and its injected fault.
+//! channel's rate and its injected fault. A battery channel's voltage
+//! profile has a grammar of its own, in `voltage.rs`.
 
 use std::fmt;
 use std::time::Duration;
@@ -151,15 +152,19 @@ pub enum SyntheticKind {
     Image,
     /// `std_msgs/msg/String`.
     String,
+    /// `sensor_msgs/msg/BatteryState`, its voltage following the channel's
+    /// `voltage` profile.
+    BatteryState,
 }
 
 impl SyntheticKind {
     /// Every kind, in the order the TOML spellings are listed.
-    pub const ALL: [SyntheticKind; 4] = [
+    pub const ALL: [SyntheticKind; 5] = [
         SyntheticKind::Imu,
         SyntheticKind::PointCloud2,
         SyntheticKind::Image,
         SyntheticKind::String,
+        SyntheticKind::BatteryState,
     ];
 
     /// The full ROS 2 type name, also the TOML spelling:
@@ -170,6 +175,7 @@ impl SyntheticKind {
             SyntheticKind::PointCloud2 => "sensor_msgs/msg/PointCloud2",
             SyntheticKind::Image => "sensor_msgs/msg/Image",
             SyntheticKind::String => "std_msgs/msg/String",
+            SyntheticKind::BatteryState => "sensor_msgs/msg/BatteryState",
         }
     }
 }
@@ -211,8 +217,9 @@ impl fmt::Display for Rate {
 /// Fault injection for a synthetic source (`sources.synthetic[].fault`).
 ///
 /// TOML `"panic-every:DURATION"`, `"error-every:DURATION"` or
-/// `"stall-for:DURATION"`, the duration more than zero. Times count the
-/// source's running time, not the wall clock.
+/// `"stall-for:DURATION"`, the duration more than zero, or
+/// `"malformed-every:N"`, N a whole number of messages from 1. Times count
+/// the source's running time, not the wall clock.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SourceFault {
     /// The source panics every this long of running.
@@ -222,11 +229,17 @@ pub enum SourceFault {
     /// After 1 s of running the source stops producing and stops reporting
     /// liveness for this long.
     StallFor(Duration),
+    /// Every Nth message the source makes (counting from 1, across
+    /// restarts) is cut short to its 4-byte encapsulation header, so that a
+    /// decoder must reject it; its sequence number is consumed like any
+    /// other's.
+    MalformedEvery(u64),
 }
 
 impl SourceFault {
     /// The TOML spellings before the `:`, in the order they are listed.
-    pub const KINDS: [&'static str; 3] = ["panic-every", "error-every", "stall-for"];
+    pub const KINDS: [&'static str; 4] =
+        ["panic-every", "error-every", "stall-for", "malformed-every"];
 
     /// The TOML spelling before the `:`: `"panic-every"`.
     pub fn kind(&self) -> &'static str {
@@ -234,23 +247,37 @@ impl SourceFault {
             SourceFault::PanicEvery(_) => "panic-every",
             SourceFault::ErrorEvery(_) => "error-every",
             SourceFault::StallFor(_) => "stall-for",
+            SourceFault::MalformedEvery(_) => "malformed-every",
         }
     }
 
-    /// The duration after the `:`.
-    pub fn duration(&self) -> Duration {
+    /// The duration after the `:`; `None` for
+    /// [`MalformedEvery`](SourceFault::MalformedEvery), which counts
+    /// messages instead.
+    pub fn duration(&self) -> Option<Duration> {
         match self {
             SourceFault::PanicEvery(d) | SourceFault::ErrorEvery(d) | SourceFault::StallFor(d) => {
-                *d
+                Some(*d)
             }
+            SourceFault::MalformedEvery(_) => None,
         }
+    }
+
+    /// Whether the fault strikes at a time in the run (panic, error,
+    /// stall) rather than at a message count.
+    pub fn is_timed(&self) -> bool {
+        self.duration().is_some()
     }
 }
 
 impl fmt::Display for SourceFault {
-    /// The TOML spelling: `panic-every:2s`.
+    /// The TOML spelling: `panic-every:2s`, `malformed-every:10`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}", self.kind(), Time(self.duration()))
+        match (self, self.duration()) {
+            (SourceFault::MalformedEvery(n), _) => write!(f, "{}:{n}", self.kind()),
+            (_, Some(d)) => write!(f, "{}:{}", self.kind(), Time(d)),
+            (_, None) => f.write_str(self.kind()),
+        }
     }
 }
 

@@ -334,11 +334,49 @@ pub struct ClockQualitySpec<'a> {
     pub source: &'a str,
 }
 
+/// One `sensor_msgs/msg/BatteryState` (see [`msg::battery_state_into`]);
+/// the fields in the order of the `.msg` file, after the header.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct BatteryStateSpec<'a> {
+    /// Volts.
+    pub voltage: f32,
+    /// Degrees Celsius; NaN when unmeasured.
+    pub temperature: f32,
+    /// Amperes, negative when discharging; NaN when unmeasured.
+    pub current: f32,
+    /// Ah; NaN when unmeasured.
+    pub charge: f32,
+    /// Last full capacity in Ah; NaN when unmeasured.
+    pub capacity: f32,
+    /// Design capacity in Ah; NaN when unmeasured.
+    pub design_capacity: f32,
+    /// Charge from 0 to 1; NaN when unmeasured.
+    pub percentage: f32,
+    /// `POWER_SUPPLY_STATUS_*`.
+    pub power_supply_status: u8,
+    /// `POWER_SUPPLY_HEALTH_*`.
+    pub power_supply_health: u8,
+    /// `POWER_SUPPLY_TECHNOLOGY_*`.
+    pub power_supply_technology: u8,
+    /// Whether the battery is present.
+    pub present: bool,
+    /// Volts of each cell.
+    pub cell_voltage: &'a [f32],
+    /// Degrees Celsius of each cell.
+    pub cell_temperature: &'a [f32],
+    /// Slot or plug the battery is in.
+    pub location: &'a str,
+    /// The battery's serial number.
+    pub serial_number: &'a str,
+}
+
 /// Builders for the messages edgerec's synthetic source emits. Each returns
 /// the encoded message; its `_into` twin appends it to a caller's buffer
 /// (reused across messages, so nothing is allocated) and returns its length.
 pub mod msg {
-    use super::{CdrWriter, ClockQualitySpec, DiagnosticStatusSpec, PointFieldSpec, Time};
+    use super::{
+        BatteryStateSpec, CdrWriter, ClockQualitySpec, DiagnosticStatusSpec, PointFieldSpec, Time,
+    };
 
     /// Header, length prefixes and the worst-case padding of the fixed fields
     /// of every builder here fit in this many bytes.
@@ -542,6 +580,39 @@ pub mod msg {
     ) -> usize {
         let mut w = CdrWriter::append_to(buf);
         w.time(stamp).string(frame_id).bytes(data).string(format);
+        w.finish()
+    }
+
+    /// `sensor_msgs/msg/BatteryState`, appended to `buf`; returns the
+    /// message length.
+    pub fn battery_state_into(
+        buf: &mut Vec<u8>,
+        stamp: Time,
+        frame_id: &str,
+        b: &BatteryStateSpec<'_>,
+    ) -> usize {
+        let mut w = CdrWriter::append_to(buf);
+        w.header(stamp, frame_id)
+            .f32(b.voltage)
+            .f32(b.temperature)
+            .f32(b.current)
+            .f32(b.charge)
+            .f32(b.capacity)
+            .f32(b.design_capacity)
+            .f32(b.percentage)
+            .u8(b.power_supply_status)
+            .u8(b.power_supply_health)
+            .u8(b.power_supply_technology)
+            .bool(b.present)
+            .sequence_len(b.cell_voltage.len());
+        for v in b.cell_voltage {
+            w.f32(*v);
+        }
+        w.sequence_len(b.cell_temperature.len());
+        for t in b.cell_temperature {
+            w.f32(*t);
+        }
+        w.string(b.location).string(b.serial_number);
         w.finish()
     }
 

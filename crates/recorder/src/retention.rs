@@ -5,7 +5,12 @@
 //! closed segment is a `*.mcap` file in a bag directory (a subdirectory of
 //! the root holding `metadata.yaml`), a protected one has a
 //! `<name>.protected` marker beside it, and after deleting it asks the
-//! format crate to rewrite that bag's `metadata.yaml`. It is called before
+//! format crate to rewrite that bag's `metadata.yaml`. Event clips, bag
+//! directories under `<root>/events/`, count in the recorded total but are
+//! deleted last: whole, oldest first, only once every deletable segment is
+//! gone, never while younger than [`RetentionPolicy::clip_keep`] (age from
+//! the modification time of a clip's newest `*.mcap`) and never while a
+//! file in it ends `.active`. It is called before
 //! every chunk write, so the common call costs a clock read and some
 //! arithmetic: the directory scan is cached, `statvfs(3)` is sampled at
 //! most every [`FS_SAMPLE_EVERY`], and the bytes approved since the sample
@@ -15,7 +20,7 @@
 //! use std::path::Path;
 //! use edgerec_recorder::retention::{Retention, RetentionPolicy, Room};
 //!
-//! let policy = RetentionPolicy { max_total_bytes: 0, min_free_bytes: 4 << 30, min_free_percent: 5 };
+//! let policy = RetentionPolicy { max_total_bytes: 0, min_free_bytes: 4 << 30, min_free_percent: 5, clip_keep: None };
 //! // The storage writer's 256 MiB preallocation extent + 8 x 1 MiB blocks in flight.
 //! let mut r = Retention::new(Path::new("/data/edgerec/recordings"), policy).with_write_ahead(264 << 20);
 //! let active = Path::new("/data/edgerec/recordings/s_20260101T000000Z/s_20260101T000000Z_3.mcap.active");
@@ -57,7 +62,11 @@ pub const RETRY_FAILED_AFTER: Duration = Duration::from_secs(60);
 /// Name of the rosbag2 metadata file that marks a bag directory.
 const METADATA: &str = "metadata.yaml";
 
-/// The limits, as in `[retention]`.
+/// The directory under the root that holds event clips, one bag directory
+/// each (`events/<trigger>_<YYYYMMDDTHHMMSSZ>[_<n>]/`).
+pub const EVENTS_DIR: &str = "events";
+
+/// The limits, as in `[retention]`, and how long event clips are kept.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RetentionPolicy {
     /// Most bytes all recordings under the root may hold; 0 = no cap.
@@ -67,6 +76,11 @@ pub struct RetentionPolicy {
     /// Free space to keep in percent of the file system size; the larger
     /// of this and `min_free_bytes` is the floor.
     pub min_free_percent: u8,
+    /// Event clips younger than this (from the modification time of their
+    /// newest `*.mcap`) are never deleted; `None` (the default) keeps them
+    /// forever. Older clips are deleted, oldest first, only after every
+    /// deletable continuous segment.
+    pub clip_keep: Option<Duration>,
 }
 
 impl RetentionPolicy {
@@ -83,6 +97,8 @@ impl From<&edgerec_config::RetentionConfig> for RetentionPolicy {
             max_total_bytes: c.max_total_bytes,
             min_free_bytes: c.min_free_bytes,
             min_free_percent: c.min_free_percent,
+            // `triggers.keep` is wired by the caller that reads `[triggers]`.
+            clip_keep: None,
         }
     }
 }
@@ -139,6 +155,12 @@ pub struct RetentionStatus {
     pub closed_segments: usize,
     /// Of those, protected ones.
     pub protected_segments: usize,
+    /// Event clips known under `<root>/events/`.
+    pub event_clips: usize,
+    /// Their bytes (counted in `recorded_bytes` too).
+    pub event_clip_bytes: u64,
+    /// Event clips deleted since start.
+    pub deleted_clips: u64,
     /// Segments deleted since start.
     pub deleted_segments: u64,
     /// Their bytes.
@@ -189,6 +211,15 @@ pub enum RetentionError {
         path: PathBuf,
         /// The format error.
         source: edgerec_format::FormatError,
+    },
+    /// An event clip directory could not be deleted; the next oldest was
+    /// tried.
+    #[error("{}: cannot delete the event clip: {source}", path.display())]
+    DeleteClip {
+        /// The clip directory.
+        path: PathBuf,
+        /// The OS error.
+        source: io::Error,
     },
     /// A bag directory left without segments could not be removed.
     #[error("{}: cannot remove the emptied session directory: {source}", path.display())]
@@ -272,6 +303,87 @@ struct ClosedSeg {
     protected: bool,
 }
 
+/// One event clip directory as of the last scan.
+#[derive(Debug, Clone)]
+struct EventClip {
+    dir: PathBuf,
+    /// Bytes of all its files.
+    bytes: u64,
+    /// Modification time of its newest `*.mcap` (of the directory when it
+    /// holds none), in ns since the epoch: what its age counts from.
+    newest_ns: i128,
+    /// A file in it ends `.active`: still being written.
+    active: bool,
+}
+
+/// What one attempt at deleting the oldest deletable clip did.
+#[derive(Debug)]
+enum ClipDeletion {
+    /// This clip directory is gone.
+    Deleted(PathBuf),
+    /// The oldest turned out to be kept, was gone already, or could not be
+    /// deleted; it is out of the running, try again.
+    Skipped,
+    /// No clip may be deleted.
+    NoneLeft,
+}
+
+/// Wall-clock now in ns since the epoch, comparable with [`mtime_ns`].
+fn wall_ns() -> i128 {
+    match SystemTime::now().duration_since(SystemTime::UNIX_EPOCH) {
+        Ok(d) => d.as_nanos() as i128,
+        Err(e) => -(e.duration().as_nanos() as i128),
+    }
+}
+
+/// Lists the clip directories under `events`, oldest first (by newest
+/// `*.mcap`, then name); unreadable ones are skipped with a warning.
+fn scan_clips(events: &Path) -> Vec<EventClip> {
+    let Ok(rd) = fs::read_dir(events) else {
+        return Vec::new();
+    };
+    let mut clips: Vec<EventClip> = rd
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter_map(|e| {
+            let dir = e.path();
+            let files = match fs::read_dir(&dir) {
+                Ok(rd) => rd,
+                Err(err) => {
+                    tracing::warn!("retention: cannot list {}: {err}; skipped", dir.display());
+                    return None;
+                }
+            };
+            let mut clip = EventClip {
+                newest_ns: e.metadata().map(|m| mtime_ns(&m)).unwrap_or(0),
+                dir,
+                bytes: 0,
+                active: false,
+            };
+            let mut newest_mcap: Option<i128> = None;
+            for f in files.flatten() {
+                let Ok(m) = f.metadata() else { continue };
+                if !m.is_file() {
+                    continue;
+                }
+                clip.bytes += m.len();
+                let name = f.file_name();
+                let name = name.to_string_lossy();
+                clip.active |= name.ends_with(".active");
+                if name.ends_with(".mcap") {
+                    newest_mcap = newest_mcap.max(Some(mtime_ns(&m)));
+                }
+            }
+            if let Some(t) = newest_mcap {
+                clip.newest_ns = t;
+            }
+            Some(clip)
+        })
+        .collect();
+    clips.sort_by(|a, b| (a.newest_ns, &a.dir).cmp(&(b.newest_ns, &b.dir)));
+    clips
+}
+
 fn mtime_ns(m: &Metadata) -> i128 {
     match m.modified() {
         Ok(t) => match t.duration_since(SystemTime::UNIX_EPOCH) {
@@ -325,6 +437,8 @@ pub struct Retention {
     pending: u64,
 
     segments: BTreeMap<OrderKey, ClosedSeg>,
+    /// Event clips, oldest first.
+    clips: Vec<EventClip>,
     scanned_at: Option<Instant>,
     rescan: bool,
     scanned_bytes: u64,
@@ -336,6 +450,7 @@ pub struct Retention {
     failed: HashMap<PathBuf, Instant>,
 
     deleted_segments: u64,
+    deleted_clips: u64,
     deleted_bytes: u64,
     fs_samples: u64,
     scans: u64,
@@ -356,6 +471,7 @@ impl Retention {
             fs_stale: true,
             pending: 0,
             segments: BTreeMap::new(),
+            clips: Vec::new(),
             scanned_at: None,
             rescan: true,
             scanned_bytes: 0,
@@ -365,6 +481,7 @@ impl Retention {
             next_rank: 1,
             failed: HashMap::new(),
             deleted_segments: 0,
+            deleted_clips: 0,
             deleted_bytes: 0,
             fs_samples: 0,
             scans: 0,
@@ -405,7 +522,10 @@ impl Retention {
     /// order reported) that are not
     /// `active`, not protected and not `.active`/`.recovering`, rewrites
     /// each affected bag's `metadata.yaml` and removes a bag directory left
-    /// with only `metadata.yaml` (never the active one's). Returns
+    /// with only `metadata.yaml` (never the active one's). Only when no
+    /// such segment is left does it delete event clips, whole, oldest
+    /// first, those older than [`RetentionPolicy::clip_keep`] and without
+    /// a `.active` file; `deleted` lists their directories. Returns
     /// [`Room::Pause`] when the limit would still be crossed; nothing is
     /// deleted then unless deleting could have been enough. After
     /// `Proceed` the bytes are counted as written.
@@ -453,11 +573,24 @@ impl Retention {
                 continue;
             }
             let (count, bytes) = self.deletable(active, now);
+            // The wall clock only on this slow path: clip ages.
+            let wall = wall_ns();
+            let (clip_count, clip_bytes) = self.deletable_clips(wall);
+            let (count, bytes) = (count + clip_count, bytes + clip_bytes);
             if count == 0 || bytes < short.free.max(short.total) {
-                break Ok(Some(self.pause_reason(upcoming, short, count, bytes)));
+                break Ok(Some(self.pause_reason(upcoming, short, count, bytes, wall)));
             }
             let Some(key) = self.oldest_deletable(active, now) else {
-                break Ok(Some(self.pause_reason(upcoming, short, 0, 0)));
+                // Every deletable segment is gone: the oldest clip next.
+                match self.delete_oldest_clip(wall, now) {
+                    Ok(ClipDeletion::Deleted(dir)) => deleted.push(dir),
+                    Ok(ClipDeletion::Skipped) => {}
+                    Ok(ClipDeletion::NoneLeft) => {
+                        break Ok(Some(self.pause_reason(upcoming, short, 0, 0, wall)));
+                    }
+                    Err(e) => break Err(e),
+                }
+                continue;
             };
             let Some(mut seg) = self.segments.remove(&key) else {
                 continue;
@@ -582,6 +715,83 @@ impl Retention {
         );
     }
 
+    /// Whether clip `c` may be deleted at wall time `wall` (ns since the
+    /// epoch): not `.active`, and `clip_keep` set and passed.
+    fn clip_deletable(&self, c: &EventClip, wall: i128) -> bool {
+        let old_enough = self
+            .policy
+            .clip_keep
+            .is_some_and(|keep| wall.saturating_sub(c.newest_ns) >= keep.as_nanos() as i128);
+        !c.active && old_enough
+    }
+
+    fn deletable_clips(&self, wall: i128) -> (usize, u64) {
+        self.clips
+            .iter()
+            .filter(|c| self.clip_deletable(c, wall))
+            .fold((0, 0), |(n, b), c| (n + 1, b + c.bytes))
+    }
+
+    /// Deletes the oldest deletable clip, its files then its directory.
+    fn delete_oldest_clip(
+        &mut self,
+        wall: i128,
+        now: Instant,
+    ) -> Result<ClipDeletion, RetentionError> {
+        let Some(i) = self.clips.iter().position(|c| self.clip_deletable(c, wall)) else {
+            return Ok(ClipDeletion::NoneLeft);
+        };
+        // Look again right before deleting, as for a segment's marker: a
+        // trigger may have started writing into it since the scan.
+        match scan_clip_again(&self.clips[i].dir) {
+            Some(fresh) if !self.clip_deletable(&fresh, wall) => {
+                self.clips[i] = fresh;
+                return Ok(ClipDeletion::Skipped);
+            }
+            Some(fresh) => self.clips[i] = fresh,
+            None => {}
+        }
+        let clip = self.clips.remove(i);
+        match fs::remove_dir_all(&clip.dir) {
+            Ok(()) => {
+                tracing::info!(
+                    "retention: deleted the event clip {} ({})",
+                    clip.dir.display(),
+                    human_bytes(clip.bytes)
+                );
+                self.deleted_clips += 1;
+                self.deleted_bytes += clip.bytes;
+                self.removed += clip.bytes;
+                let events = self.root.join(EVENTS_DIR);
+                if let Err(e) = edgerec_format::bag::sync_dir(&events) {
+                    tracing::warn!("retention: fsync {}: {e}", events.display());
+                }
+                // Measure what the deletion freed instead of assuming.
+                self.sample_fs(now)?;
+                Ok(ClipDeletion::Deleted(clip.dir))
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                // Removed by someone else: its space is in the next sample.
+                self.removed += clip.bytes;
+                self.rescan = true;
+                self.sample_fs(now)?;
+                Ok(ClipDeletion::Skipped)
+            }
+            Err(e) => {
+                let err = RetentionError::DeleteClip {
+                    path: clip.dir,
+                    source: e,
+                };
+                tracing::warn!("retention: {err}; trying the next oldest");
+                self.last_error = Some(err.to_string());
+                // Out of the list until the next scan; part of it may be
+                // gone, which the next scan measures.
+                self.rescan = true;
+                Ok(ClipDeletion::Skipped)
+            }
+        }
+    }
+
     /// The file system and the recordings as of the last call.
     pub fn status(&self) -> RetentionStatus {
         let (fs_size, free_bytes) = self
@@ -595,6 +805,9 @@ impl Retention {
             recorded_bytes: self.recorded_bytes(),
             closed_segments: self.segments.len(),
             protected_segments: self.segments.values().filter(|s| s.protected).count(),
+            event_clips: self.clips.len(),
+            event_clip_bytes: self.clips.iter().map(|c| c.bytes).sum(),
+            deleted_clips: self.deleted_clips,
             deleted_segments: self.deleted_segments,
             deleted_bytes: self.deleted_bytes,
             paused: self.paused.clone(),
@@ -653,7 +866,14 @@ impl Retention {
             .map(|(k, _)| k.clone())
     }
 
-    fn pause_reason(&self, upcoming: u64, short: Shortfall, count: usize, bytes: u64) -> String {
+    fn pause_reason(
+        &self,
+        upcoming: u64,
+        short: Shortfall,
+        count: usize,
+        bytes: u64,
+        wall: i128,
+    ) -> String {
         let mut what = Vec::new();
         if short.free > 0 {
             let (size, free) = self
@@ -679,7 +899,19 @@ impl Retention {
             ));
         }
         let protected = self.segments.values().filter(|s| s.protected).count();
-        let why = if count == 0 {
+        let kept: Vec<&EventClip> = self
+            .clips
+            .iter()
+            .filter(|c| !self.clip_deletable(c, wall))
+            .collect();
+        let why = if count == 0 && !kept.is_empty() {
+            format!(
+                "nothing left to delete: only event clips kept by triggers.keep remain \
+                 ({} clips, {}; {protected} protected closed segments)",
+                kept.len(),
+                human_bytes(kept.iter().map(|c| c.bytes).sum())
+            )
+        } else if count == 0 {
             format!("nothing left to delete ({protected} protected closed segments)")
         } else {
             format!(
@@ -715,6 +947,7 @@ impl Retention {
             source: e,
         })?;
         let mut segments = BTreeMap::new();
+        let mut clips = Vec::new();
         let mut bytes = 0u64;
         for entry in rd.flatten() {
             // file_type() does not follow symlinks: a link to elsewhere is
@@ -723,6 +956,11 @@ impl Retention {
                 continue;
             }
             let dir = entry.path();
+            if entry.file_name() == EVENTS_DIR {
+                clips = scan_clips(&dir);
+                bytes += clips.iter().map(|c| c.bytes).sum::<u64>();
+                continue;
+            }
             let session = entry.file_name().to_string_lossy().into_owned();
             let files: Vec<(String, Metadata)> = match fs::read_dir(&dir) {
                 Ok(rd) => rd
@@ -782,6 +1020,7 @@ impl Retention {
             }
         }
         self.segments = segments;
+        self.clips = clips;
         self.scanned_bytes = bytes;
         self.growth = 0;
         self.removed = 0;
@@ -852,6 +1091,13 @@ impl Retention {
     }
 }
 
+/// One clip directory listed again, as [`scan_clips`] lists it; `None`
+/// when it is gone.
+fn scan_clip_again(dir: &Path) -> Option<EventClip> {
+    let parent = dir.parent()?;
+    scan_clips(parent).into_iter().find(|c| c.dir == dir)
+}
+
 /// `path` is the active segment, or the name it will have once closed.
 fn is_active(path: &Path, active: &Path) -> bool {
     path == active
@@ -871,6 +1117,7 @@ mod tests {
             max_total_bytes: 0,
             min_free_bytes: 4 << 30,
             min_free_percent: 5,
+            clip_keep: None,
         };
         assert_eq!(p.floor(10 << 30), 4 << 30);
         assert_eq!(p.floor(1000 << 30), 50 << 30);

@@ -183,6 +183,7 @@ fn cap_only(max_total_bytes: u64) -> RetentionPolicy {
         max_total_bytes,
         min_free_bytes: 0,
         min_free_percent: 0,
+        clip_keep: None,
     }
 }
 
@@ -614,6 +615,7 @@ fn record_three_times_the_file_system(m: &Mounted, nominal: u64) {
         min_free_bytes: 6 * MIB,
         // 15% of 64 MiB is above 6 MiB: the percentage decides the floor.
         min_free_percent: 15,
+        clip_keep: None,
     };
     let floor = policy.floor(fs0.size);
     assert!(floor > 6 * MIB && floor < fs0.avail / 2, "floor {floor}");
@@ -797,4 +799,214 @@ fn ext4_recording_of_three_times_its_size_stays_above_the_floor() {
         Ok(m) => record_three_times_the_file_system(&m, 64 * MIB),
         Err(why) => println!("SKIPPED: cannot loop-mount an ext4 image here: {why}"),
     }
+}
+
+// ---------------------------------------------------------------------------
+// Event clips under <root>/events/, deleted last
+// ---------------------------------------------------------------------------
+
+const HOUR: Duration = Duration::from_secs(3600);
+
+/// An event clip bag directory `<root>/events/<name>/`: `metadata.yaml` and
+/// one `*.mcap` of `bytes` bytes modified at `mtime`, and, when `active`, a
+/// `.mcap.active` still being written. Returns its directory and the bytes
+/// of its files.
+fn clip(root: &Path, name: &str, bytes: u64, mtime: SystemTime, active: bool) -> (PathBuf, u64) {
+    let dir = root.join("events").join(name);
+    fs::create_dir_all(&dir).unwrap();
+    let meta = b"rosbag2_bagfile_information: {}\n";
+    fs::write(dir.join("metadata.yaml"), meta).unwrap();
+    let mcap = dir.join(format!("{name}_0.mcap"));
+    fs::write(&mcap, vec![7u8; bytes as usize]).unwrap();
+    File::options()
+        .write(true)
+        .open(&mcap)
+        .unwrap()
+        .set_modified(mtime)
+        .unwrap();
+    let mut total = bytes + meta.len() as u64;
+    if active {
+        fs::write(
+            dir.join(format!("{name}_1.mcap.active")),
+            vec![8u8; KIB as usize],
+        )
+        .unwrap();
+        total += KIB;
+    }
+    (dir, total)
+}
+
+/// Older than every segment of [`layout`] by mtime (so an order by age
+/// alone would take them first) and `age` before now by the wall clock.
+fn clip_mtime(age: Duration) -> SystemTime {
+    let base = SystemTime::UNIX_EPOCH + Duration::from_secs(1_780_000_000);
+    base.min(SystemTime::now() - age) - age
+}
+
+fn keep(cap: u64, clip_keep: Option<Duration>) -> RetentionPolicy {
+    RetentionPolicy {
+        clip_keep,
+        ..cap_only(cap)
+    }
+}
+
+fn pause_reason(room: Room) -> String {
+    match room {
+        Room::Pause { reason, deleted } => {
+            assert!(deleted.is_empty(), "deleted {deleted:?} before pausing");
+            reason
+        }
+        other => panic!("expected a pause, got {other:?}"),
+    }
+}
+
+#[test]
+fn clips_count_in_the_total_and_go_oldest_first_only_after_every_deletable_segment() {
+    let l = layout();
+    let segments_total = disk_total(&l.root);
+    let (old, old_bytes) = clip(
+        &l.root,
+        "hard_brake_20260101T000000Z",
+        40 * KIB,
+        clip_mtime(3 * HOUR),
+        false,
+    );
+    let (older, older_bytes) = clip(
+        &l.root,
+        "hard_brake_20251231T000000Z",
+        30 * KIB,
+        clip_mtime(4 * HOUR),
+        false,
+    );
+    let (young, young_bytes) = clip(
+        &l.root,
+        "low_battery_20260102T000000Z",
+        20 * KIB,
+        SystemTime::now(),
+        false,
+    );
+    let clips_bytes = old_bytes + older_bytes + young_bytes;
+    let cap = segments_total + clips_bytes;
+    let mut r = Retention::new(&l.root, keep(cap, Some(HOUR)));
+    assert!(proceed(r.make_room(0, &l.active).unwrap()).is_empty());
+    let st = r.status();
+    assert_eq!(st.recorded_bytes, cap, "clips are in the recorded total");
+    assert_eq!((st.event_clips, st.event_clip_bytes), (3, clips_bytes));
+
+    // Room that every deletable segment and the older old clip give: the
+    // segments go first, in their order, then that clip, nothing more.
+    let segments: Vec<(PathBuf, u64)> = l
+        .segs
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != 3)
+        .map(|(_, s)| s.clone())
+        .collect();
+    let mut sizes: Vec<u64> = segments.iter().map(|s| s.1).collect();
+    sizes.push(older_bytes);
+    let upcoming = upcoming_to_delete(&r, cap, &sizes);
+    let deleted = proceed(r.make_room(upcoming, &l.active).unwrap());
+    let mut expected: Vec<PathBuf> = segments.iter().map(|s| s.0.clone()).collect();
+    expected.push(older.clone());
+    assert_eq!(deleted, expected);
+    assert!(!older.exists(), "the clip directory is gone, files and all");
+    assert!(old.exists() && young.exists());
+    assert_eq!(r.status().deleted_clips, 1);
+
+    // Next the other old clip; the young one is kept and the pause says so.
+    let upcoming = upcoming_to_delete(&r, cap, &[old_bytes]);
+    assert_eq!(
+        proceed(r.make_room(upcoming, &l.active).unwrap()),
+        std::slice::from_ref(&old)
+    );
+    let reason = pause_reason(r.make_room(cap, &l.active).unwrap());
+    assert!(
+        reason.contains("only event clips kept by triggers.keep remain (1 clips, 20.0 KiB; "),
+        "{reason}"
+    );
+    assert!(young.exists(), "{reason}");
+    for p in &l.untouchable {
+        assert!(p.exists(), "{} was deleted", p.display());
+    }
+}
+
+#[test]
+fn clips_younger_than_keep_are_never_deleted_and_the_pause_names_them() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("recordings");
+    fs::create_dir(&root).unwrap();
+    let (a, a_bytes) = clip(
+        &root,
+        "hard_brake_20260101T000000Z",
+        64 * KIB,
+        SystemTime::now() - 10 * Duration::from_secs(60),
+        false,
+    );
+    let (b, b_bytes) = clip(
+        &root,
+        "hard_brake_20260101T000000Z_2",
+        32 * KIB,
+        SystemTime::now(),
+        false,
+    );
+    let active = root.join("rec_20260601T000000Z/rec_20260601T000000Z_0.mcap.active");
+    let cap = a_bytes + b_bytes;
+    for clip_keep in [Some(HOUR), None] {
+        let mut r = Retention::new(&root, keep(cap, clip_keep));
+        let reason = pause_reason(r.make_room(KIB, &active).unwrap());
+        assert!(
+            reason.contains("only event clips kept by triggers.keep remain (2 clips, "),
+            "{reason}"
+        );
+        assert!(a.exists() && b.exists(), "{clip_keep:?}: {reason}");
+        assert_eq!(r.status().paused.as_deref(), Some(reason.as_str()));
+    }
+    // Once the keep has passed for the older clip, it goes, and only it.
+    let mut r = Retention::new(&root, keep(cap, Some(Duration::from_secs(60))));
+    assert_eq!(
+        proceed(r.make_room(KIB, &active).unwrap()),
+        std::slice::from_ref(&a)
+    );
+    assert!(!a.exists() && b.exists());
+}
+
+#[test]
+fn an_active_clip_is_never_deleted() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("recordings");
+    fs::create_dir(&root).unwrap();
+    let (writing, w_bytes) = clip(
+        &root,
+        "hard_brake_20250101T000000Z",
+        64 * KIB,
+        clip_mtime(5 * HOUR),
+        true,
+    );
+    let (done, d_bytes) = clip(
+        &root,
+        "hard_brake_20250102T000000Z",
+        32 * KIB,
+        clip_mtime(4 * HOUR),
+        false,
+    );
+    let active = root.join("rec_20260601T000000Z/rec_20260601T000000Z_0.mcap.active");
+    let cap = w_bytes + d_bytes;
+    let mut r = Retention::new(&root, keep(cap, Some(HOUR)));
+    assert!(proceed(r.make_room(0, &active).unwrap()).is_empty());
+    assert_eq!(r.status().recorded_bytes, cap, "{:?}", r.status());
+    // More than the closed clip frees: nothing is deleted for nothing.
+    let reason = pause_reason(r.make_room(d_bytes + KIB, &active).unwrap());
+    assert!(reason.contains("would not be enough"), "{reason}");
+    assert!(writing.exists() && done.exists());
+    // What the closed clip frees: it goes, the older active one stays.
+    assert_eq!(
+        proceed(r.make_room(d_bytes / 2, &active).unwrap()),
+        std::slice::from_ref(&done)
+    );
+    assert!(writing.exists() && !done.exists());
+    let reason = pause_reason(r.make_room(cap, &active).unwrap());
+    assert!(
+        reason.contains("only event clips kept by triggers.keep remain (1 clips, "),
+        "{reason}"
+    );
 }

@@ -10,12 +10,16 @@
 //! | `sensor_msgs/msg/PointCloud2` | first 8 bytes of `data`, u64 LE |
 //! | `sensor_msgs/msg/Image` | first 8 bytes of `data`, u64 LE |
 //! | `std_msgs/msg/String` | `data` starts with `seq=<20 digits>` |
+//! | `sensor_msgs/msg/BatteryState` | `serial_number` is `seq=<20 digits>` |
 //!
 //! `header.stamp` equals the message's publish_time. The rest of each
 //! message is a deterministic function of the sequence number and the
-//! channel, documented on [`expected_imu`] and [`fill_pattern`], so tests
-//! can check decoded field values.
-//!
+//! channel, documented on [`expected_imu`], [`fill_pattern`] and
+//! [`expected_battery`](crate::battery::expected_battery) (whose voltage
+//! follows the channel's profile over the time since the source's first
+//! message), so tests can check decoded field values. Under
+//! `fault = "malformed-every:N"` every Nth message is only its 4-byte
+//! encapsulation header ([`crate::fault::is_malformed`]).
 
 use std::collections::BTreeMap;
 
@@ -24,6 +28,9 @@ use edgerec_format::bag::qos_profile_yaml;
 use edgerec_format::cdr::{msg, CdrWriter, PointFieldSpec, Time};
 use edgerec_format::msgdefs;
 use edgerec_source::{ChannelSpec, Source, SourceError};
+
+use crate::battery::battery_into;
+use crate::fault::{is_malformed, MALFORMED_LEN};
 
 /// One synthetic sensor.
 #[derive(Debug)]
@@ -35,6 +42,9 @@ pub struct SyntheticSource {
     /// The next sequence number: kept across restarts, so a restarted
     /// source goes on where it stopped.
     pub(crate) seq: u64,
+    /// Stamp of the source's first message, which a battery's voltage
+    /// profile counts from; kept across restarts like `seq`.
+    pub(crate) origin_ns: Option<u64>,
 }
 
 /// Image width used when the payload size is a whole number of rgb8 rows.
@@ -67,10 +77,22 @@ impl SyntheticSource {
             template,
             payload_hint,
             seq: 0,
+            origin_ns: None,
         }
     }
 
-    /// Encodes message `seq` stamped `stamp_ns` into a new buffer.
+    /// Sets the stamp a battery's voltage profile counts from, if no
+    /// message has set it yet; the source calls it with the stamp of its
+    /// first message, and returns the stamp in force.
+    pub fn start_at(&mut self, origin_ns: u64) -> u64 {
+        *self.origin_ns.get_or_insert(origin_ns)
+    }
+
+    /// Encodes message `seq` stamped `stamp_ns` into a new buffer: the
+    /// payload the source publishes, cut short when the channel's
+    /// `malformed-every` fault strikes it. A battery's voltage counts from
+    /// the stamp given to [`start_at`](Self::start_at) (from `stamp_ns`
+    /// itself, that is 0 s, before any).
     pub fn encode(&self, seq: u64, stamp_ns: u64) -> Vec<u8> {
         self.encode_into(Vec::new(), seq, stamp_ns)
     }
@@ -79,6 +101,15 @@ impl SyntheticSource {
     /// buffer ([`SourceSink::buffer`]) saves the allocation.
     pub fn encode_into(&self, mut buf: Vec<u8>, seq: u64, stamp_ns: u64) -> Vec<u8> {
         buf.clear();
+        let mut buf = self.encode_message(buf, seq, stamp_ns);
+        if is_malformed(self.cfg.fault, seq) {
+            buf.truncate(MALFORMED_LEN);
+        }
+        buf
+    }
+
+    /// Message `seq` in full, appended to the empty `buf`.
+    fn encode_message(&self, mut buf: Vec<u8>, seq: u64, stamp_ns: u64) -> Vec<u8> {
         let stamp = Time::from(stamp_ns);
         let frame = self.cfg.frame_id.as_str();
         match self.cfg.kind {
@@ -147,6 +178,11 @@ impl SyntheticSource {
                 }
                 buf
             }
+            SyntheticKind::BatteryState => {
+                let origin = self.origin_ns.unwrap_or(stamp_ns);
+                battery_into(&mut buf, &self.cfg.voltage, frame, seq, stamp_ns, origin);
+                buf
+            }
         }
     }
 
@@ -202,6 +238,7 @@ pub fn data_len(cfg: &SyntheticChannel) -> usize {
             }
         }
         SyntheticKind::String => n,
+        SyntheticKind::BatteryState => 0,
     }
 }
 
@@ -297,6 +334,20 @@ mod tests {
         let m = s.encode(42, 5);
         assert!(m.windows(24).any(|w| w == b"seq=00000000000000000042"));
         assert_eq!(m.len(), 4 + 4 + 256 + 1);
+    }
+
+    #[test]
+    fn malformed_every_cuts_every_nth_message_to_its_header() {
+        use edgerec_config::SourceFault;
+        let s = SyntheticSource::new(SyntheticChannel {
+            fault: Some(SourceFault::MalformedEvery(2)),
+            ..chan(SyntheticKind::Imu, 0)
+        });
+        let whole = SyntheticSource::new(chan(SyntheticKind::Imu, 0)).encode(0, 5);
+        assert_eq!(s.encode(0, 5), whole, "message 1 whole");
+        assert_eq!(s.encode(1, 5), [0, 1, 0, 0], "message 2 cut");
+        assert_eq!(s.encode(2, 5).len(), whole.len(), "message 3 whole");
+        assert_eq!(s.encode(3, 5).len(), 4, "message 4 cut");
     }
 
     #[test]

@@ -5,9 +5,13 @@
 //! independent sensors. Every message carries its per-channel sequence
 //! number so a reader can prove nothing was lost, duplicated or reordered;
 //! [`encode`] documents where, and what the rest of each message holds.
-//! [`fault`] injects failures on purpose (`fault = "panic-every:2s"`,
-//! `"error-every:2s"`, `"stall-for:5s"`), to test the supervisor and to
-//! check an installation's restart and health reporting.
+//! [`battery`] is a `sensor_msgs/msg/BatteryState` whose voltage follows a
+//! configured profile over time (`voltage = "12.6, 11.8@3s, 12.6@6s"`), a
+//! signal for event triggers to watch. [`fault`] injects failures on purpose
+//! (`fault = "panic-every:2s"`, `"error-every:2s"`, `"stall-for:5s"`,
+//! `"malformed-every:10"`), to test the supervisor, to check an
+//! installation's restart and health reporting, and to feed readers
+//! payloads they must reject.
 //!
 //! ```
 //! use edgerec_config::{Rate, SyntheticChannel, SyntheticKind};
@@ -18,6 +22,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod battery;
 pub mod encode;
 pub mod fault;
 mod source;

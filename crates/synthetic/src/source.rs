@@ -26,7 +26,8 @@ impl Source for SyntheticSource {
     fn run(&mut self, sink: &SourceSink, stop: &Stop) -> Result<(), SourceError> {
         let channel = sink.register(self.spec()?)?;
         let mut faults = FaultPlan::new(self.cfg.fault, Instant::now());
-        let faulty = self.cfg.fault.is_some();
+        // `malformed-every` counts messages (in `encode_into`), not time.
+        let faulty = self.cfg.fault.is_some_and(|f| f.is_timed());
         // Checked once per turn of the loop, and only with a fault set: at
         // 1 MHz a clock read per message is a measurable share of a core.
         let strike = |faults: &mut FaultPlan| -> Result<bool, SourceError> {
@@ -64,6 +65,7 @@ impl Source for SyntheticSource {
                         continue;
                     }
                     let now = sink.now_ns();
+                    self.origin_ns.get_or_insert(now);
                     let payload =
                         self.encode_into(sink.buffer(channel, self.payload_hint), self.seq, now);
                     let mut env = Envelope {
@@ -108,6 +110,7 @@ impl Source for SyntheticSource {
                     let until = due.min(self.seq + 4096).max(base);
                     while self.seq < until {
                         let now = sink.now_ns();
+                        self.origin_ns.get_or_insert(now);
                         let payload = self.encode_into(
                             sink.buffer(channel, self.payload_hint),
                             self.seq,

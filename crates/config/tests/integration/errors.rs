@@ -29,7 +29,7 @@ fn assert_error(
 
 const STORAGE_KEYS: &str =
     "backend, block_size, queue_depth, sync_interval, preallocate, realtime_priority";
-const SYNTHETIC_KEYS: &str = "topic, type, rate, payload_size, frame_id, latched, fault";
+const SYNTHETIC_KEYS: &str = "topic, type, rate, payload_size, frame_id, latched, fault, voltage";
 
 const TWO_CHANNELS: &str = r#"[[sources.synthetic]]
 topic = "/imu"
@@ -364,7 +364,7 @@ fn unknown_enum_value() {
         (8, 8),
         Some("sources.synthetic[1].type"),
         "unknown value `sensor_msgs/Imu`",
-        Some("did you mean `sensor_msgs/msg/Imu`? (valid values: sensor_msgs/msg/Imu, sensor_msgs/msg/PointCloud2, sensor_msgs/msg/Image, std_msgs/msg/String)"),
+        Some("did you mean `sensor_msgs/msg/Imu`? (valid values: sensor_msgs/msg/Imu, sensor_msgs/msg/PointCloud2, sensor_msgs/msg/Image, std_msgs/msg/String, sensor_msgs/msg/BatteryState)"),
     );
 }
 
@@ -462,7 +462,7 @@ fn missing_required_keys() {
         (6, 1),
         Some("sources.synthetic[1].type"),
         "missing required key `type`",
-        Some("add type = \"sensor_msgs/msg/Imu\" (types: sensor_msgs/msg/Imu, sensor_msgs/msg/PointCloud2, sensor_msgs/msg/Image, std_msgs/msg/String)"),
+        Some("add type = \"sensor_msgs/msg/Imu\" (types: sensor_msgs/msg/Imu, sensor_msgs/msg/PointCloud2, sensor_msgs/msg/Image, std_msgs/msg/String, sensor_msgs/msg/BatteryState)"),
     );
 
     let err = error(&format!(
@@ -738,7 +738,8 @@ fn led_states_and_patterns() {
 }
 
 const FAULT_FORMS: &str = "faults: panic-every:DURATION, error-every:DURATION, \
-                           stall-for:DURATION, with DURATION such as \"2s\" or \"500ms\"";
+                           stall-for:DURATION, malformed-every:N, with DURATION such as \"2s\" \
+                           or \"500ms\" and N a count of messages from 1";
 
 #[test]
 fn invalid_fault() {
@@ -799,6 +800,22 @@ fn invalid_fault() {
         "expected a string, found an integer",
         Some(FAULT_FORMS),
     );
+    for bad in [
+        "malformed-every:0",
+        "malformed-every:2s",
+        "malformed-every",
+        "malformed-every:-1",
+    ] {
+        assert_error(
+            &channel(&format!("\"{bad}\"")),
+            (5, 9),
+            key,
+            &format!("`{bad}`: N must be a whole number of messages, 1 or more"),
+            Some(&format!(
+                "write \"malformed-every:10\" for every 10th message; {FAULT_FORMS}"
+            )),
+        );
+    }
     assert_eq!(
         channel("\"panic:2s\"").to_string(),
         format!(
@@ -877,5 +894,57 @@ fn restart_backoff_max_below_min() {
         Some("sources.restart_backoff_min"),
         "must be at most sources.restart_backoff_max (150ms), got 200ms",
         Some(&hint("200ms")),
+    );
+}
+
+const VOLTAGE_FORMS: &str = "write VOLTS, then VOLTS@DURATION for each later step, times \
+                             increasing from the source's first message, such as \
+                             voltage = \"12.6, 11.8@3s, 12.6@6s\"";
+
+/// A battery channel's voltage profile: each bad form names the key, the
+/// step and how to write a profile, at the value's line and column.
+#[test]
+fn invalid_voltage_profile() {
+    let channel = |voltage: &str| {
+        error(&format!(
+            "[[sources.synthetic]]\ntopic = \"/battery\"\ntype = \"sensor_msgs/msg/BatteryState\"\n\
+             rate = 10\nvoltage = {voltage}\n"
+        ))
+    };
+    let key = Some("sources.synthetic[0].voltage");
+    assert_error(
+        &channel("\"12.6, x@3s\""),
+        (5, 11),
+        key,
+        "`12.6, x@3s`: step 2 `x@3s`: `x` is not a number of volts",
+        Some(VOLTAGE_FORMS),
+    );
+    assert_error(
+        &channel("\"12.6@3s, 11.8@1s\""),
+        (5, 11),
+        key,
+        "`12.6@3s, 11.8@1s`: step 2 `11.8@1s` starts at 1s, not after the step before it (3s)",
+        Some(VOLTAGE_FORMS),
+    );
+    assert_error(
+        &channel("\"\""),
+        (5, 11),
+        key,
+        "``: is empty",
+        Some(VOLTAGE_FORMS),
+    );
+    assert_error(
+        &channel("12.6"),
+        (5, 11),
+        key,
+        "expected a string, found a float",
+        Some("put it in quotes: \"12.6\""),
+    );
+    assert_eq!(
+        channel("\"12.6, x@3s\"").to_string(),
+        format!(
+            "edgerec.toml:5:11: sources.synthetic[0].voltage: `12.6, x@3s`: step 2 `x@3s`: \
+             `x` is not a number of volts; {VOLTAGE_FORMS}"
+        )
     );
 }

@@ -221,6 +221,7 @@ fn ros_type_names() {
             "sensor_msgs/msg/PointCloud2",
             "sensor_msgs/msg/Image",
             "std_msgs/msg/String",
+            "sensor_msgs/msg/BatteryState",
         ]
     );
 }
@@ -366,6 +367,14 @@ fn faults_and_restart_backoff() {
         channel("stall-for:1ns").map(|f| f.to_string()),
         Some("stall-for:1ns".to_owned())
     );
+    assert_eq!(
+        channel("malformed-every:10"),
+        Some(SourceFault::MalformedEvery(10))
+    );
+    assert_eq!(
+        channel("malformed-every: 1").map(|f| f.to_string()),
+        Some("malformed-every:1".to_owned())
+    );
     let config =
         parse("[[sources.synthetic]]\ntopic = \"/a\"\ntype = \"sensor_msgs/msg/Imu\"\nrate = 1\n");
     assert_eq!(config.sources.synthetic[0].fault, None);
@@ -387,4 +396,49 @@ fn faults_and_restart_backoff() {
         config.sources.restart_backoff_max,
         Duration::from_millis(100)
     );
+}
+
+/// A battery channel's voltage profile: steps from the source's first
+/// message, the first `@` optional; a constant 12.6 V when unset.
+#[test]
+fn battery_voltage_profile() {
+    use edgerec_config::{VoltageProfile, VoltageStep};
+    let channel = |extra: &str| {
+        parse(&format!(
+            "[[sources.synthetic]]\ntopic = \"/battery\"\n\
+             type = \"sensor_msgs/msg/BatteryState\"\nrate = 10\n{extra}"
+        ))
+        .sources
+        .synthetic
+        .remove(0)
+    };
+    let c = channel("voltage = \"12.6, 11.8@3s, 12.6@6s\"\n");
+    assert_eq!(c.kind, SyntheticKind::BatteryState);
+    let s = Duration::from_secs;
+    assert_eq!(
+        c.voltage.steps(),
+        [
+            VoltageStep {
+                from: s(0),
+                volts: 12.6
+            },
+            VoltageStep {
+                from: s(3),
+                volts: 11.8
+            },
+            VoltageStep {
+                from: s(6),
+                volts: 12.6
+            },
+        ]
+    );
+    assert_eq!(c.voltage.at(Duration::from_millis(2999)), 12.6);
+    assert_eq!(c.voltage.at(s(3)), 11.8);
+    assert_eq!(c.voltage.at(s(6)), 12.6);
+    let unset = channel("");
+    assert_eq!(unset.voltage, VoltageProfile::constant(12.6));
+    assert_eq!(unset.voltage.at(s(1_000_000)), 12.6);
+    let explicit_start = channel("voltage = \"11.1@0s, 10.5@500ms\"\n");
+    assert_eq!(explicit_start.voltage.at(Duration::from_millis(499)), 11.1);
+    assert_eq!(explicit_start.voltage.at(Duration::from_millis(500)), 10.5);
 }
