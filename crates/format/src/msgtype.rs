@@ -564,7 +564,7 @@ fn parse_section(s: &Section<'_>) -> Result<RawType, MsgTypeError> {
         if !is_ros_name(name) {
             return Err(syntax(format!("`{name}` is not a field name")));
         }
-        let field = parse_field_type(ty, &s.pkg).map_err(|what| syntax(what))?;
+        let field = parse_field_type(ty, &s.pkg).map_err(syntax)?;
         if fields.iter().any(|f| f.name == name) {
             return Err(MsgTypeError::DuplicateField {
                 type_name: full_name(&s.pkg, &s.ty),
