@@ -223,3 +223,116 @@ impl Parser {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn field(p: &str, column: usize) -> Spanned {
+        Spanned {
+            operand: Operand::Field(p.into()),
+            column,
+        }
+    }
+
+    fn parse(text: &str) -> Expr {
+        Condition::parse(text)
+            .unwrap_or_else(|e| panic!("{text}: {e}"))
+            .expr()
+            .clone()
+    }
+
+    fn err(text: &str) -> ExprError {
+        Condition::parse(text).unwrap_err()
+    }
+
+    #[test]
+    fn not_binds_tighter_than_and_and_and_than_or() {
+        let a = || Box::new(Expr::Bare(field("a", 5)));
+        assert_eq!(
+            parse("not a and b or c"),
+            Expr::Or(
+                Box::new(Expr::And(
+                    Box::new(Expr::Not(a())),
+                    Box::new(Expr::Bare(field("b", 11)))
+                )),
+                Box::new(Expr::Bare(field("c", 16)))
+            )
+        );
+        assert_eq!(
+            parse("a or b and c"),
+            Expr::Or(
+                Box::new(Expr::Bare(field("a", 1))),
+                Box::new(Expr::And(
+                    Box::new(Expr::Bare(field("b", 6))),
+                    Box::new(Expr::Bare(field("c", 12)))
+                ))
+            )
+        );
+        // Parentheses override.
+        assert!(matches!(parse("(a or b) and c"), Expr::And(..)));
+        assert!(matches!(parse("not (a or b)"), Expr::Not(_)));
+    }
+
+    #[test]
+    fn the_examples_of_the_issue_parse() {
+        for text in [
+            "voltage < 12.1",
+            "linear_acceleration.x < -4.0",
+            "status[0].level >= 2",
+            "ranges[0] < 0.5",
+            "data == \"DISENGAGED\"",
+            "(voltage < 12.1 and current > 2) or not present",
+            "power_supply_status == 3",
+            "is_charging",
+            "-1e3 <= x",
+        ] {
+            parse(text);
+        }
+        assert_eq!(
+            parse("linear_acceleration.x < -4.0"),
+            Expr::Compare {
+                left: field("linear_acceleration.x", 1),
+                op: CmpOp::Lt,
+                right: Spanned {
+                    operand: Operand::Float(-4.0),
+                    column: 25
+                }
+            }
+        );
+        assert_eq!(
+            parse("x != -3"),
+            Expr::Compare {
+                left: field("x", 1),
+                op: CmpOp::Ne,
+                right: Spanned {
+                    operand: Operand::Int(-3),
+                    column: 6
+                }
+            }
+        );
+    }
+
+    #[test]
+    fn errors_point_at_the_fault() {
+        assert_eq!(err("   ").kind, ExprErrorKind::Empty);
+        let e = err("voltage <");
+        assert_eq!(e.column, 10);
+        assert!(e.to_string().contains("found the end"), "{e}");
+        let e = err("(voltage < 12.1 and current > 2");
+        assert_eq!(e.column, 32);
+        assert!(e.to_string().contains("close the `(` at column 1"), "{e}");
+        assert_eq!(err("a < 1)").kind, ExprErrorKind::UnbalancedParen);
+        assert_eq!(err("a < 1)").column, 6);
+        let e = err("a b");
+        assert_eq!(e.column, 3);
+        assert_eq!(
+            e.to_string(),
+            "at column 3: expected `and`, `or` or the end, found `b`"
+        );
+        assert_eq!(err("x < - y").column, 7);
+        assert_eq!(err("x < and").column, 5);
+        // A comparison does not chain.
+        assert_eq!(err("0 < x < 1").column, 7);
+    }
+}
