@@ -274,6 +274,9 @@ impl MessageType {
 pub struct TypeTable {
     types: Vec<MessageType>,
     root: TypeId,
+    /// [`TypeTable::min_size`] of each type, computed once: readers ask it
+    /// for every sequence count they check.
+    min_sizes: Vec<usize>,
 }
 
 /// The field rosidl adds to a message without fields, since IDL structs
@@ -383,11 +386,15 @@ impl TypeTable {
             }
             types.push(MessageType { name, fields });
         }
-        let table = TypeTable {
+        let mut table = TypeTable {
             types,
             root: TypeId(0),
+            min_sizes: Vec::new(),
         };
         table.check_acyclic()?;
+        table.min_sizes = (0..table.types.len())
+            .map(|i| table.message_min_size(TypeId(i)))
+            .collect();
         Ok(table)
     }
 
@@ -434,7 +441,7 @@ impl TypeTable {
         found
     }
 
-    /// Whether values of `id`, or anything inside them, are `wstring`s.
+    /// Whether values of `kind`, or anything inside them, are `wstring`s.
     pub fn contains_wstring(&self, kind: FieldKind) -> bool {
         match kind {
             FieldKind::Primitive(p) => p == Primitive::WString,
@@ -455,21 +462,29 @@ impl TypeTable {
             // A length that counts the NUL, and the NUL.
             FieldKind::Primitive(Primitive::String | Primitive::WString) => 5,
             FieldKind::Primitive(p) => p.size().unwrap_or(1),
-            FieldKind::Message(id) => self
-                .message(id)
-                .fields
-                .iter()
-                .map(|f| {
-                    let one = self.min_size(f.ty.kind);
-                    match f.ty.arity {
-                        Arity::Single => one,
-                        Arity::Fixed(n) => one.saturating_mul(n),
-                        Arity::Bounded(_) | Arity::Unbounded => 4,
-                    }
-                })
-                .fold(0usize, usize::saturating_add)
-                .max(1),
+            FieldKind::Message(id) => match self.min_sizes.get(id.0) {
+                Some(&n) => n,
+                None => self.message_min_size(id),
+            },
         }
+    }
+
+    /// [`TypeTable::min_size`] of a message, from its fields.
+    fn message_min_size(&self, id: TypeId) -> usize {
+        // Acyclic (checked by parse), so the recursion ends.
+        self.message(id)
+            .fields
+            .iter()
+            .map(|f| {
+                let one = self.min_size(f.ty.kind);
+                match f.ty.arity {
+                    Arity::Single => one,
+                    Arity::Fixed(n) => one.saturating_mul(n),
+                    Arity::Bounded(_) | Arity::Unbounded => 4,
+                }
+            })
+            .fold(0usize, usize::saturating_add)
+            .max(1)
     }
 
     fn check_acyclic(&self) -> Result<(), MsgTypeError> {
