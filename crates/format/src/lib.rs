@@ -4,7 +4,8 @@
 //! The format stage knows nothing of the kernel: [`writer::McapWriter`]
 //! frames a file over any [`std::io::Write`], [`chunk`] builds and seals
 //! chunks on whichever thread calls it, and [`reader`] verifies files with
-//! bounded memory.
+//! bounded memory. [`msgtype`] parses a channel's `ros2msg` schema into
+//! types and [`cdr_read`] reads single fields of its CDR messages by path.
 //!
 //! ```
 //! use edgerec_format::chunk::{ChunkBuilder, ChunkCompressor, Compression};
@@ -28,10 +29,12 @@
 
 pub mod bag;
 pub mod cdr;
+pub mod cdr_read;
 pub mod chunk;
 pub mod info;
 pub mod messages;
 pub mod msgdefs;
+pub mod msgtype;
 pub mod reader;
 pub mod records;
 pub mod recover;

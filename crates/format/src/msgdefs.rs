@@ -29,7 +29,7 @@
 
 use std::sync::OnceLock;
 
-mod concat;
+pub(crate) mod concat;
 mod resolver;
 
 pub use resolver::{DefinitionError, DefinitionOrigin, DefinitionResolver, Schema};
