@@ -23,8 +23,18 @@ impl Controls for RecorderControls {
     fn split(&self) {
         self.0.split();
     }
-    fn trigger(&self, _reason: &str) -> Result<String, String> {
-        Err("no trigger is configured: this build records continuously (event triggers with pre-roll are not in it yet)".into())
+    fn trigger(&self, name: &str, reason: &str) -> Result<String, String> {
+        if self.0.trigger(name, reason) {
+            Ok(format!(
+                "event {} recorded: its clip goes under <recording.root>/events/",
+                if name.is_empty() { "ctl" } else { name }
+            ))
+        } else {
+            Err(
+                "this recording makes no event clips: set recording.mode = \"triggered\" or \"mixed\""
+                    .into(),
+            )
+        }
     }
 }
 

@@ -420,6 +420,7 @@ fn recording_view(rec: &RecorderStatus, realtime_priority: u8) -> RecordingView 
             })
             .collect(),
         unknown_channel_pushes: rec.unknown_channel_pushes,
+        events: rec.events.as_ref().map(events_view),
         // Read back from /proc each tick: what the kernel gives, not what
         // was asked for.
         realtime: (realtime_priority > 0).then(|| {
@@ -430,6 +431,34 @@ fn recording_view(rec: &RecorderStatus, realtime_priority: u8) -> RecordingView 
                 other,
             }
         }),
+    }
+}
+
+/// The events stage's status as the health side shows it.
+fn events_view(e: &edgerec_recorder::events::EventsStatus) -> edgerec_health::status::EventsView {
+    edgerec_health::status::EventsView {
+        preroll_held_bytes: e.ring.held_bytes,
+        preroll_budget_bytes: e.ring.budget_bytes,
+        preroll_asked_s: e.ring.pre_ns as f64 / 1e9,
+        preroll_kept_s: e.ring.covered_ns as f64 / 1e9,
+        preroll_shortfall: e.ring_shortfall(),
+        clips: e.clips,
+        open_clip: e.open_clip.clone(),
+        recent: e
+            .recent
+            .iter()
+            .map(|r| edgerec_health::status::EventView {
+                rule: r.rule.clone(),
+                reason: r.reason.clone(),
+                values: r.values.clone(),
+                time_unix_ns: r.at_ns,
+                clip: r.clip.clone(),
+            })
+            .collect(),
+        rule_errors: e.rule_errors.clone(),
+        malformed: e.malformed.clone(),
+        lane_dropped: e.lane_dropped,
+        clip_errors: e.clip_errors.clone(),
     }
 }
 

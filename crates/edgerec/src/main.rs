@@ -123,7 +123,8 @@ enum Cmd {
     },
     /// Give a running recorder a command over its control socket
     /// (`health.control_socket`): pause, resume, split, is-paused, or
-    /// trigger [--reason TEXT]. Exit 0 when it was carried out.
+    /// trigger [--name NAME] [--reason TEXT] (an event clip, in
+    /// `triggered` and `mixed` mode). Exit 0 when it was carried out.
     Ctl {
         /// The configuration file, for `health.control_socket`.
         #[arg(long, short, default_value = "/data/edgerec/edgerec.toml")]
@@ -432,6 +433,10 @@ fn start_and_record(
     quiet: bool,
     start_paused: bool,
 ) -> ExitCode {
+    if let Err(e) = check_rules(cfg) {
+        eprintln!("edgerec: {e}");
+        return ExitCode::from(EXIT_CONFIG);
+    }
     let (cameras, taps) = match cameras::sources(cfg) {
         Ok(c) => c,
         Err(e) => {
@@ -477,6 +482,33 @@ fn start_and_record(
             ExitCode::from(1)
         }
     }
+}
+
+/// Checks every `[[trigger]]` rule whose topic's type is known before the
+/// recording starts (a synthetic source's): a field its type lacks is a
+/// configuration error with the line and column of the field. Rules on
+/// ROS 2 topics are checked when the topic is discovered (logged and in
+/// the status).
+fn check_rules(cfg: &Config) -> Result<(), Box<edgerec_config::ConfigError>> {
+    let Some(plan) = edgerec_recorder::events::TriggerPlan::from_config(cfg) else {
+        return Ok(());
+    };
+    for rule in &plan.rules {
+        let known = cfg
+            .sources
+            .synthetic
+            .iter()
+            .find(|c| c.topic == rule.topic)
+            .and_then(|c| SyntheticSource::new(c.clone()).spec().ok());
+        if let Some(spec) = known {
+            edgerec_recorder::events::rules::check_rule(
+                rule,
+                &spec.type_name,
+                &String::from_utf8_lossy(&spec.schema),
+            )?;
+        }
+    }
+    Ok(())
 }
 
 /// How a recording ended.

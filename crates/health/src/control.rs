@@ -60,6 +60,8 @@ pub struct RecordingView {
     /// The storage threads' scheduling, when `storage.realtime_priority`
     /// is set.
     pub realtime: Option<RealtimeStatus>,
+    /// Event triggers; `None` in `continuous` mode.
+    pub events: Option<crate::status::EventsView>,
 }
 
 /// One channel's counters since the start.
@@ -365,6 +367,7 @@ impl Control {
             watchdog: self.watchdog.as_ref().map(|w| w.status()),
             leds: self.leds.as_ref().map(|l| l.status()),
             last_fault: self.last_fault.clone(),
+            events: rec.events.clone(),
         };
         self.board.publish(&snapshot);
         if let Some(n) = &self.notifier {

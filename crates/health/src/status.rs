@@ -7,6 +7,7 @@
 //! diagnostics`] gives the same content in the shape of
 //! `diagnostic_msgs/DiagnosticArray`, for the ROS 2 status topic.
 
+use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::os::unix::net::{UnixListener, UnixStream};
@@ -73,6 +74,54 @@ pub struct StatusSnapshot {
     pub leds: Option<LedsStatus>,
     /// The stall that reset the board before this start, if any.
     pub last_fault: Option<FaultRecord>,
+    /// Event triggers, the pre-roll ring and the recent events; absent in
+    /// `continuous` mode.
+    pub events: Option<EventsView>,
+}
+
+/// Event triggers in the snapshot.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct EventsView {
+    /// Bytes the pre-roll ring holds.
+    pub preroll_held_bytes: u64,
+    /// `triggers.memory_budget`.
+    pub preroll_budget_bytes: u64,
+    /// The pre-roll asked (the longest of the rules'), s.
+    pub preroll_asked_s: f64,
+    /// The pre-roll kept now, s.
+    pub preroll_kept_s: f64,
+    /// Set when the budget cannot hold the pre-roll at the rates seen:
+    /// how much it holds, and the fix.
+    pub preroll_shortfall: Option<String>,
+    /// Clips finished since the start.
+    pub clips: u64,
+    /// The clip being written.
+    pub open_clip: Option<PathBuf>,
+    /// The most recent events, newest last.
+    pub recent: Vec<EventView>,
+    /// Rules that cannot run, with why.
+    pub rule_errors: BTreeMap<String, String>,
+    /// Per rule, payloads that did not decode (never fired).
+    pub malformed: BTreeMap<String, u64>,
+    /// Messages of clip channels the events stage could not take in time.
+    pub lane_dropped: u64,
+    /// Clips that could not be written, and why.
+    pub clip_errors: Vec<String>,
+}
+
+/// One event in the snapshot.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct EventView {
+    /// The rule (`ctl` for `edgerec ctl trigger` without a name).
+    pub rule: String,
+    /// Why.
+    pub reason: String,
+    /// The values that fired it.
+    pub values: String,
+    /// Trigger time, ns since the epoch.
+    pub time_unix_ns: u64,
+    /// The clip it is in.
+    pub clip: PathBuf,
 }
 
 /// Storage in the snapshot.
@@ -970,6 +1019,60 @@ pub fn render_text(v: &Value) -> String {
         )),
         None => line("watchdog:  off".to_owned()),
     }
+    if let Some(e) = v.get("events").filter(|e| !e.is_null()) {
+        let f = |k: &str| e.get(k).and_then(Value::as_f64).unwrap_or(0.0);
+        line(format!(
+            "events:    {} clips; pre-roll {:.1} of {:.1} s kept ({} MiB of {} MiB){}",
+            e.get("clips").and_then(Value::as_u64).unwrap_or(0),
+            f("preroll_kept_s"),
+            f("preroll_asked_s"),
+            e.get("preroll_held_bytes")
+                .and_then(Value::as_u64)
+                .unwrap_or(0)
+                >> 20,
+            e.get("preroll_budget_bytes")
+                .and_then(Value::as_u64)
+                .unwrap_or(0)
+                >> 20,
+            e.get("open_clip")
+                .and_then(Value::as_str)
+                .map(|c| format!("; writing {c}"))
+                .unwrap_or_default()
+        ));
+        if let Some(s) = e.get("preroll_shortfall").and_then(Value::as_str) {
+            line(format!("  {s}"));
+        }
+        for ev in e
+            .get("recent")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let s = |k: &str| ev.get(k).and_then(Value::as_str).unwrap_or("");
+            line(format!(
+                "  event {} {}{}: {}",
+                s("rule"),
+                s("reason"),
+                if s("values").is_empty() {
+                    String::new()
+                } else {
+                    format!(" ({})", s("values"))
+                },
+                s("clip")
+            ));
+        }
+        for (rule, why) in e
+            .get("rule_errors")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+        {
+            line(format!(
+                "  rule {rule} is off: {}",
+                why.as_str().unwrap_or("")
+            ));
+        }
+    }
     out
 }
 
@@ -1041,6 +1144,7 @@ mod tests {
             watchdog: None,
             leds: None,
             last_fault: None,
+            events: None,
         }
     }
 

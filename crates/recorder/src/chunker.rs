@@ -31,6 +31,8 @@ use edgerec_format::chunk::{ChunkBuilder, OpenChunk};
 use edgerec_source::{ChannelId, Intake, Queued};
 
 use crate::counters::PipelineCounters;
+use crate::events::ring::RingMessage;
+use crate::events::{Lane, TriggerPlan};
 use crate::stage::{fault_point, StageBeat, Stages, WorkQueue};
 use crate::Watch;
 
@@ -93,6 +95,41 @@ pub(crate) struct Chunker {
     pub(crate) stages: Arc<Stages>,
     pub(crate) limits: ChunkLimits,
     pub(crate) watch: Watch,
+    /// `triggered` and `mixed`: where clip channels and rule topics go.
+    pub(crate) events: Option<(Arc<Lane>, Arc<TriggerPlan>)>,
+}
+
+/// Where a channel's messages go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Route {
+    /// Into the continuous segments.
+    continuous: bool,
+    /// To the events stage: `ring` for a clip channel, else only for the
+    /// rules that read it.
+    tap: bool,
+    ring: bool,
+}
+
+impl Route {
+    const CONTINUOUS: Route = Route {
+        continuous: true,
+        tap: false,
+        ring: false,
+    };
+
+    fn of(events: &Option<(Arc<Lane>, Arc<TriggerPlan>)>, topic: &str) -> Route {
+        match events {
+            None => Route::CONTINUOUS,
+            Some((_, plan)) => {
+                let continuous = plan.is_continuous(topic);
+                Route {
+                    continuous,
+                    tap: !continuous || plan.is_rule_topic(topic),
+                    ring: !continuous,
+                }
+            }
+        }
+    }
 }
 
 /// Per-channel state, indexed by channel id.
@@ -108,6 +145,7 @@ struct ChannelState {
     /// When it last had a message (for the cut: which video channels to
     /// wait for).
     last_msg: Vec<Option<Instant>>,
+    route: Vec<Route>,
 }
 
 impl ChannelState {
@@ -118,6 +156,7 @@ impl ChannelState {
             self.latched.resize(id + 1, false);
             self.large.resize(id + 1, false);
             self.last_msg.resize(id + 1, None);
+            self.route.resize(id + 1, Route::CONTINUOUS);
         }
     }
 }
@@ -150,6 +189,7 @@ impl Chunker {
             stages,
             limits,
             watch,
+            events,
         } = self;
         intake.doorbell().set_consumer(std::thread::current());
         let mut out = Out {
@@ -225,6 +265,7 @@ impl Chunker {
                     if !st.seen[id] {
                         st.seen[id] = true;
                         st.latched[id] = ch.spec.latched;
+                        st.route[id] = Route::of(&events, &ch.spec.topic);
                     }
                     st.last_msg[id] = Some(Instant::now());
                     for q in batch.drain(..) {
@@ -242,6 +283,24 @@ impl Chunker {
                                 held.push(q);
                                 continue;
                             }
+                        }
+                        let route = st.route[id];
+                        if route.tap {
+                            let Some((lane, _)) = &events else { continue };
+                            if !route.continuous {
+                                out.tap_only(&cx, &mut st, ch, id, q, lane);
+                                continue;
+                            }
+                            // A continuous rule topic: the rules read a copy.
+                            let m = RingMessage {
+                                channel: id as u16,
+                                sequence: st.seq[id],
+                                log_time: q.env.log_time,
+                                publish_time: q.env.publish_time,
+                                key: q.key,
+                                payload: q.env.payload.clone(),
+                            };
+                            lane.offer(false, m);
                         }
                         if !out.put(&cx, &mut st, ch, id, q) {
                             return;
@@ -332,7 +391,9 @@ fn start_cut(table: &edgerec_source::ChannelTable, st: &ChannelState, segment_no
             .copied()
             .flatten()
             .is_some_and(|t| t.elapsed() < CUT_ACTIVE);
-        if ch.is_keyed() && active {
+        // Clip-only channels are not in the segments: nothing to cut.
+        let continuous = st.route.get(n).is_none_or(|r| r.continuous);
+        if ch.is_keyed() && active && continuous {
             held.insert(n, Vec::new());
         }
     }
@@ -412,6 +473,40 @@ impl Out {
                 .release(std::mem::take(&mut self.to_release));
         }
         self.b.len() < cx.limits.chunk_size || self.send(cx)
+    }
+
+    /// Hands a message of a clip channel to the events stage (its payload
+    /// moved, not copied); counted as a drop of its channel when the lane
+    /// is full.
+    fn tap_only(
+        &mut self,
+        cx: &Cx,
+        st: &mut ChannelState,
+        ch: &edgerec_source::Channel,
+        id: usize,
+        q: Queued,
+        lane: &Lane,
+    ) {
+        let seq = st.seq[id];
+        st.seq[id] = seq.wrapping_add(1);
+        if q.charge.reserved {
+            cx.intake.release(ch, q.charge);
+        } else {
+            self.to_release += q.charge.bytes;
+        }
+        let m = RingMessage {
+            channel: id as u16,
+            sequence: seq,
+            log_time: q.env.log_time,
+            publish_time: q.env.publish_time,
+            key: q.key,
+            payload: q.env.payload,
+        };
+        if !lane.offer(true, m) {
+            ch.counters
+                .dropped
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
     }
 
     /// Makes the cut: the open chunk ends the old segment, the next one

@@ -39,6 +39,7 @@ pub mod closer;
 pub mod compressor;
 mod counters;
 mod drops;
+pub mod events;
 pub mod options;
 pub mod recorder;
 pub mod retention;
@@ -127,6 +128,9 @@ pub enum RecorderError {
         /// Its panic message.
         message: String,
     },
+    /// A `[[trigger]]` rule's condition does not parse.
+    #[error("{0}")]
+    Trigger(Box<edgerec_config::ConfigError>),
     /// Stages that stopped making progress and did not end when asked.
     #[error("stages {} did not end (silent past their deadline); their threads are left behind", stages.join(", "))]
     StagesStuck {

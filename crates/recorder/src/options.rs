@@ -46,6 +46,9 @@ pub struct RecorderOptions {
     pub retention: Option<crate::retention::RetentionPolicy>,
     /// How sources are restarted.
     pub supervisor: SupervisorOptions,
+    /// `triggered` and `mixed`: the events stage's plan; `None` records
+    /// everything continuously.
+    pub triggers: Option<crate::events::TriggerPlan>,
     /// Heartbeats and per-segment records from the rest of the recorder.
     pub watch: Watch,
 }
@@ -148,12 +151,17 @@ impl RecorderOptions {
                 max_duration: cfg.segment.max_duration,
                 max_messages: cfg.segment.max_messages,
             },
-            retention: Some((&cfg.retention).into()),
+            retention: Some(crate::retention::RetentionPolicy {
+                // Event clips are kept for `triggers.keep`; 0 = forever.
+                clip_keep: (!cfg.triggers.keep.is_zero()).then_some(cfg.triggers.keep),
+                ..(&cfg.retention).into()
+            }),
             supervisor: SupervisorOptions {
                 backoff_min: cfg.sources.restart_backoff_min,
                 backoff_max: cfg.sources.restart_backoff_max,
                 deadline: cfg.health.stage_deadline,
             },
+            triggers: crate::events::TriggerPlan::from_config(cfg),
             watch: Watch {
                 deadline: cfg.health.stage_deadline,
                 ..Watch::default()

@@ -15,6 +15,11 @@ use crate::chunker::{ChunkLimits, Chunker};
 use crate::closer::{CloseJob, Closer, CloserOutput};
 use crate::compressor::Sealed;
 use crate::counters::PipelineCounters;
+use crate::events::lane::Lane;
+use crate::events::plan::EVENTS_TOPIC;
+use crate::events::rules::Rules;
+use crate::events::stage::EventsStage;
+use crate::events::EventsStatus;
 use crate::segment::{ClosedSegment, Session};
 use crate::sequencer::{Sequencer, SequencerOutput, SequencerState, MAX_CHUNKS_IN_FLIGHT};
 use crate::stage::{spawn_stage, StageBeat, StageHandle, Stages, Stuck, WorkQueue};
@@ -56,8 +61,16 @@ pub struct Recorder {
     compressors: Vec<StageHandle<()>>,
     sequencer: Option<StageHandle<SequencerOutput>>,
     closer: Option<StageHandle<CloserOutput>>,
+    events: Option<StageHandle<()>>,
     status: StatusHandle,
     deadline: Duration,
+}
+
+/// The events stage as the status handle sees it.
+#[derive(Clone)]
+struct EventsHandle {
+    lane: Arc<Lane>,
+    status: Arc<Mutex<EventsStatus>>,
 }
 
 /// Reads a recorder's status from any thread, for as long as it is held.
@@ -71,6 +84,7 @@ pub struct StatusHandle {
     backend: String,
     fallback_reason: Option<String>,
     started: Instant,
+    events: Option<EventsHandle>,
 }
 
 impl std::fmt::Debug for StatusHandle {
@@ -113,6 +127,25 @@ impl StatusHandle {
     /// chunk of new data (at once when it does).
     pub fn split(&self) {
         self.counters.split_requested.store(true, Ordering::Relaxed);
+    }
+
+    /// Asks for an event clip now (`edgerec ctl trigger`): `name` names
+    /// the clip (empty = `ctl`), `reason` goes into its metadata. False
+    /// when the recording makes no clips (`continuous` mode) or has ended.
+    pub fn trigger(&self, name: &str, reason: &str) -> bool {
+        match &self.events {
+            Some(e) if !e.lane.is_closed() => e.lane.trigger(name.to_owned(), reason.to_owned()),
+            _ => false,
+        }
+    }
+
+    /// The events stage's status; `None` in `continuous` mode.
+    pub fn events(&self) -> Option<EventsStatus> {
+        self.events.as_ref().map(|e| {
+            let mut s = lock(&e.status).clone();
+            s.lane_dropped = e.lane.refused();
+            s
+        })
     }
 
     /// The status now.
@@ -170,6 +203,7 @@ impl StatusHandle {
             sources: self.sources.status(),
             unknown_channel_pushes: self.intake.table().unknown_channel_pushes(),
             stage_died,
+            events: self.events(),
         }
     }
 }
@@ -284,6 +318,10 @@ impl Recorder {
                 })
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let rules = match &opts.triggers {
+            Some(plan) => Some(Rules::new(&plan.rules).map_err(RecorderError::Trigger)?),
+            None => None,
+        };
         let guard = AbortOnDrop(Some((stages.clone(), intake.clone())));
         let mut compressors = Vec::new();
         for (i, mut comp) in comps.into_iter().enumerate() {
@@ -375,7 +413,52 @@ impl Recorder {
             },
         )?;
 
+        let mut events_handle = None;
+        let mut events_stage = None;
+        let mut events_lane = None;
+        if let (Some(plan), Some(rules)) = (opts.triggers.clone(), rules) {
+            // The lane may hold what a quarter of the pipeline's budget
+            // would: the stage is behind by that much before it drops.
+            let (lane, rx) = Lane::new((opts.memory_budget / 4).max(16 << 20));
+            let lane = Arc::new(lane);
+            let status = Arc::new(Mutex::new(EventsStatus::default()));
+            let sink = intake.sink();
+            let events_topic = match sink.register(events_spec()) {
+                Ok(id) => Some((sink, id)),
+                Err(e) => {
+                    tracing::warn!("{EVENTS_TOPIC} cannot be recorded: {e}");
+                    None
+                }
+            };
+            let plan = Arc::new(plan);
+            let stage = EventsStage {
+                plan: (*plan).clone(),
+                rules,
+                rx,
+                lane: lane.clone(),
+                intake: intake.clone(),
+                status: status.clone(),
+                stages: stages.clone(),
+                compression: opts.compression,
+                library: opts.library.clone(),
+                events_topic,
+            };
+            events_stage = Some(spawn_stage(
+                "events",
+                "edgerec-events",
+                &stages,
+                StageBeat::new(watch, "events"),
+                move |beat| stage.run(beat),
+            )?);
+            events_handle = Some(EventsHandle {
+                lane: lane.clone(),
+                status,
+            });
+            events_lane = Some((lane, plan));
+        }
+
         let chunker = Chunker {
+            events: events_lane,
             intake: intake.clone(),
             jobs,
             recycle: recycle_rx,
@@ -419,8 +502,10 @@ impl Recorder {
             backend,
             fallback_reason,
             started: Instant::now(),
+            events: events_handle,
         };
         Ok(Self {
+            events: events_stage,
             supervisor: Some(supervisor),
             chunker: Some(chunker),
             compressors,
@@ -485,6 +570,12 @@ impl Recorder {
             }
         };
         join(self.chunker.take());
+        // The chunker has handed over all it will: the events stage
+        // finishes its clip and ends.
+        if let Some(e) = &self.status.events {
+            e.lane.close();
+        }
+        join(self.events.take());
         for c in std::mem::take(&mut self.compressors) {
             join(Some(c));
         }
@@ -533,6 +624,27 @@ impl Recorder {
             split_at_seconds: seq.split_at_seconds,
             storage_errors,
         })
+    }
+}
+
+/// `/edgerec/events`: each event as JSON in a `std_msgs/msg/String`.
+fn events_spec() -> edgerec_source::ChannelSpec {
+    let def = edgerec_format::msgdefs::lookup("std_msgs/String");
+    let mut metadata = std::collections::BTreeMap::new();
+    metadata.insert(
+        "offered_qos_profiles".to_owned(),
+        edgerec_format::bag::qos_profile_yaml(true, false, 10),
+    );
+    edgerec_source::ChannelSpec {
+        topic: EVENTS_TOPIC.to_owned(),
+        type_name: "std_msgs/msg/String".to_owned(),
+        message_encoding: "cdr".to_owned(),
+        schema_encoding: "ros2msg".to_owned(),
+        schema: def
+            .map(|d| d.text().as_bytes().to_vec())
+            .unwrap_or_default(),
+        metadata,
+        latched: false,
     }
 }
 

@@ -100,6 +100,8 @@ pub struct RecorderStatus {
     pub unknown_channel_pushes: u64,
     /// The pipeline stage that died, when one did.
     pub stage_died: Option<crate::stage::StageDeath>,
+    /// Event triggers; `None` in `continuous` mode.
+    pub events: Option<crate::events::EventsStatus>,
 }
 
 impl RecorderStatus {

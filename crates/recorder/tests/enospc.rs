@@ -57,6 +57,7 @@ fn a_real_enospc_closes_the_segment_at_its_last_good_chunk_and_recording_goes_on
         // meeting ENOSPC (tests/disk_full.rs); this test is the backstop.
         retention: None,
         supervisor: SupervisorOptions::default(),
+        triggers: None,
         watch: Default::default(),
     };
     let channel = SyntheticChannel {

@@ -246,6 +246,7 @@ fn options(root: &Path) -> RecorderOptions {
         split: SplitPolicy::default(),
         retention: None,
         supervisor: SupervisorOptions::default(),
+        triggers: None,
         watch: Default::default(),
     }
 }

@@ -127,6 +127,7 @@ fn options(root: &Path, split: SplitPolicy) -> RecorderOptions {
         split,
         retention: None,
         supervisor: SupervisorOptions::default(),
+        triggers: None,
         watch: Default::default(),
     }
 }

@@ -100,6 +100,7 @@ fn options(root: &Path, heartbeats: &Heartbeats) -> RecorderOptions {
             backoff_max: Duration::from_secs(1),
             deadline: DEADLINE,
         },
+        triggers: None,
         watch: Watch {
             heartbeats: Some(heartbeats.clone()),
             deadline: DEADLINE,

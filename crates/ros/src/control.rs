@@ -6,15 +6,20 @@
 //! `edgerec ctl` takes after `ctl`, one command a line:
 //!
 //! ```text
-//! pause | resume | split | is-paused | trigger [--reason TEXT]
+//! pause | resume | split | is-paused | trigger [--name NAME] [--reason TEXT]
 //! ```
+//!
+//! `--name` names the event clip (letters, digits, `_`, `-`); `--reason`
+//! takes the rest of the line, so it comes last.
 //!
 //! ```
 //! use edgerec_ros::control::Command;
 //!
 //! let c: Command = "trigger --reason door opened".parse().unwrap();
-//! assert_eq!(c, Command::Trigger { reason: "door opened".into() });
+//! assert_eq!(c, Command::Trigger { name: String::new(), reason: "door opened".into() });
 //! assert_eq!(c.to_string(), "trigger --reason door opened");
+//! let c: Command = "trigger --name brake --reason hard brake".parse().unwrap();
+//! assert_eq!(c, Command::Trigger { name: "brake".into(), reason: "hard brake".into() });
 //! assert_eq!(Command::from_args(["split"]).unwrap(), Command::Split);
 //! ```
 
@@ -35,6 +40,9 @@ pub enum Command {
     Split,
     /// Mark an event worth keeping (edgerec `~/trigger`).
     Trigger {
+        /// The event clip's name (letters, digits, `_`, `-`); empty when
+        /// none was given (the clip is then called `ctl`).
+        name: String,
         /// Why, in the operator's words; empty when none was given. Never
         /// holds a line break, nor white space at either end.
         reason: String,
@@ -67,6 +75,9 @@ pub enum ControlError {
     /// `--reason` with no text after it.
     #[error("trigger --reason needs a text")]
     MissingReason,
+    /// `--name` with no name after it, or one that cannot name a clip.
+    #[error("trigger --name needs a name of 1 to 64 letters, digits, `_` and `-`, got {0:?}")]
+    BadName(String),
     /// A line break in the command (the socket carries one command a line).
     #[error("a command is one line; the text holds a line break")]
     LineBreak,
@@ -86,10 +97,16 @@ impl Command {
 
     /// A trigger, its reason trimmed; refuses a reason with a line break.
     pub fn trigger(reason: &str) -> Result<Command, ControlError> {
-        if reason.contains(['\n', '\r']) {
+        Command::named_trigger("", reason)
+    }
+
+    /// A trigger whose clip is called `name` (empty: `ctl`).
+    pub fn named_trigger(name: &str, reason: &str) -> Result<Command, ControlError> {
+        if reason.contains(['\n', '\r']) || name.contains(['\n', '\r']) {
             return Err(ControlError::LineBreak);
         }
         Ok(Command::Trigger {
+            name: check_name(name)?,
             reason: reason.trim().to_owned(),
         })
     }
@@ -104,28 +121,52 @@ impl Command {
     {
         let mut args = args.into_iter();
         let verb = args.next().ok_or(ControlError::Empty)?;
-        let mut command = parse_verb(verb.as_ref())?;
-        let mut reason_given = false;
+        let command = parse_verb(verb.as_ref())?;
+        let (mut name, mut reason) = (None::<String>, None::<String>);
         while let Some(arg) = args.next() {
             let arg = arg.as_ref();
-            let reason = match (&command, arg.strip_prefix("--reason")) {
-                (Command::Trigger { .. }, Some("")) if !reason_given => args
-                    .next()
-                    .ok_or(ControlError::MissingReason)?
-                    .as_ref()
-                    .to_owned(),
-                (Command::Trigger { .. }, Some(joined)) if !reason_given => {
-                    match joined.strip_prefix('=') {
-                        Some(text) => text.to_owned(),
-                        None => return Err(unexpected(&command, arg)),
-                    }
-                }
-                _ => return Err(unexpected(&command, arg)),
+            if !matches!(command, Command::Trigger { .. }) {
+                return Err(unexpected(&command, arg));
+            }
+            let (slot, rest, missing) = if let Some(rest) = arg.strip_prefix("--reason") {
+                (&mut reason, rest, ControlError::MissingReason)
+            } else if let Some(rest) = arg.strip_prefix("--name") {
+                (&mut name, rest, ControlError::BadName(String::new()))
+            } else {
+                return Err(unexpected(&command, arg));
             };
-            command = Command::trigger(&reason)?;
-            reason_given = true;
+            if slot.is_some() {
+                return Err(unexpected(&command, arg));
+            }
+            let value = match rest {
+                "" => args.next().ok_or(missing)?.as_ref().to_owned(),
+                joined => match joined.strip_prefix('=') {
+                    Some(text) => text.to_owned(),
+                    None => return Err(unexpected(&command, arg)),
+                },
+            };
+            *slot = Some(value);
         }
-        Ok(command)
+        match command {
+            Command::Trigger { .. } => Command::named_trigger(
+                name.as_deref().unwrap_or(""),
+                reason.as_deref().unwrap_or(""),
+            ),
+            c => Ok(c),
+        }
+    }
+}
+
+/// A clip name: 1 to 64 letters, digits, `_` and `-` (or none).
+fn check_name(name: &str) -> Result<String, ControlError> {
+    let ok = name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if ok {
+        Ok(name.to_owned())
+    } else {
+        Err(ControlError::BadName(name.to_owned()))
     }
 }
 
@@ -136,6 +177,7 @@ fn parse_verb(word: &str) -> Result<Command, ControlError> {
         "split" => Command::Split,
         "is-paused" => Command::IsPaused,
         "trigger" => Command::Trigger {
+            name: String::new(),
             reason: String::new(),
         },
         "" => return Err(ControlError::Empty),
@@ -173,10 +215,36 @@ impl FromStr for Command {
         if rest.is_empty() {
             return Ok(command);
         }
-        match (&command, rest.strip_prefix("--reason")) {
-            (Command::Trigger { .. }, Some("")) => Err(ControlError::MissingReason),
-            (Command::Trigger { .. }, Some(text)) if text.starts_with([' ', '\t', '=']) => {
-                Command::trigger(&text[1..])
+        if !matches!(command, Command::Trigger { .. }) {
+            return Err(unexpected(&command, rest));
+        }
+        // `--name NAME` (or `--name=NAME`) first, then `--reason` and the
+        // rest of the line.
+        let mut name = "";
+        let mut rest = rest;
+        if let Some(after) = rest.strip_prefix("--name") {
+            let after = match after.strip_prefix('=') {
+                Some(a) => a,
+                None if after.starts_with([' ', '\t']) => after.trim_start(),
+                None if after.is_empty() => return Err(ControlError::BadName(String::new())),
+                None => return Err(unexpected(&command, rest)),
+            };
+            let (word, more) = after
+                .split_once(char::is_whitespace)
+                .map_or((after, ""), |(w, m)| (w, m.trim_start()));
+            if word.is_empty() {
+                return Err(ControlError::BadName(String::new()));
+            }
+            name = word;
+            rest = more;
+        }
+        if rest.is_empty() {
+            return Command::named_trigger(name, "");
+        }
+        match rest.strip_prefix("--reason") {
+            Some("") => Err(ControlError::MissingReason),
+            Some(text) if text.starts_with([' ', '\t', '=']) => {
+                Command::named_trigger(name, &text[1..])
             }
             _ => Err(unexpected(&command, rest)),
         }
@@ -187,8 +255,15 @@ impl fmt::Display for Command {
     /// The one-line text form; it parses back to the same command.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Command::Trigger { reason } if !reason.is_empty() => {
-                write!(f, "trigger --reason {reason}")
+            Command::Trigger { name, reason } => {
+                f.write_str("trigger")?;
+                if !name.is_empty() {
+                    write!(f, " --name {name}")?;
+                }
+                if !reason.is_empty() {
+                    write!(f, " --reason {reason}")?;
+                }
+                Ok(())
             }
             c => f.write_str(c.verb()),
         }
@@ -201,8 +276,46 @@ mod tests {
 
     fn trigger(reason: &str) -> Command {
         Command::Trigger {
+            name: String::new(),
             reason: reason.into(),
         }
+    }
+
+    #[test]
+    fn trigger_names() {
+        let want = Command::Trigger {
+            name: "hard_brake-2".into(),
+            reason: "brake at 0.6 g".into(),
+        };
+        for line in [
+            "trigger --name hard_brake-2 --reason brake at 0.6 g",
+            "trigger --name=hard_brake-2 --reason=brake at 0.6 g",
+        ] {
+            assert_eq!(line.parse::<Command>().unwrap(), want, "{line:?}");
+        }
+        assert_eq!(want.to_string().parse::<Command>().unwrap(), want);
+        assert_eq!(
+            Command::from_args([
+                "trigger",
+                "--reason",
+                "brake at 0.6 g",
+                "--name",
+                "hard_brake-2"
+            ])
+            .unwrap(),
+            want
+        );
+        let named = Command::from_args(["trigger", "--name=x"]).unwrap();
+        assert_eq!(named.to_string(), "trigger --name x");
+        assert_eq!(named.to_string().parse::<Command>().unwrap(), named);
+        assert!(matches!(
+            "trigger --name a/b".parse::<Command>(),
+            Err(ControlError::BadName(n)) if n == "a/b"
+        ));
+        assert!(matches!(
+            Command::from_args(["trigger", "--name"]),
+            Err(ControlError::BadName(_))
+        ));
     }
 
     #[test]
@@ -356,8 +469,9 @@ pub trait Controls: Send + Sync {
     fn is_paused(&self) -> bool;
     /// Close the open segment and start the next.
     fn split(&self);
-    /// Mark an event; `Err` says why it was not taken.
-    fn trigger(&self, reason: &str) -> Result<String, String>;
+    /// Mark an event whose clip is called `name` (empty: `ctl`); `Err`
+    /// says why it was not taken.
+    fn trigger(&self, name: &str, reason: &str) -> Result<String, String>;
 }
 
 /// The controls, set once the recorder runs (the ROS source starts
@@ -417,7 +531,7 @@ pub fn execute(c: &dyn Controls, cmd: &Command) -> Reply {
                 "the open segment is closed at its next chunk".to_owned(),
             )
         }
-        Command::Trigger { reason } => match c.trigger(reason) {
+        Command::Trigger { name, reason } => match c.trigger(name, reason) {
             Ok(m) => (true, m),
             Err(m) => (false, m),
         },
@@ -466,7 +580,7 @@ mod controls_tests {
         fn split(&self) {
             self.splits.fetch_add(1, Ordering::Relaxed);
         }
-        fn trigger(&self, _: &str) -> Result<String, String> {
+        fn trigger(&self, _: &str, _: &str) -> Result<String, String> {
             Err("no trigger \"configured\"".into())
         }
     }
@@ -479,7 +593,7 @@ mod controls_tests {
         assert!(!execute(&f, &Command::Resume).paused);
         execute(&f, &Command::Split);
         assert_eq!(f.splits.load(Ordering::Relaxed), 1);
-        let r = execute(&f, &Command::Trigger { reason: "x".into() });
+        let r = execute(&f, &Command::trigger("x").unwrap());
         assert!(!r.ok);
         assert_eq!(
             r.json(),

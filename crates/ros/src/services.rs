@@ -165,6 +165,7 @@ impl ServiceKind {
             ServiceKind::IsPaused => Command::IsPaused,
             ServiceKind::SplitBagfile => Command::Split,
             ServiceKind::Trigger => Command::Trigger {
+                name: String::new(),
                 reason: String::new(),
             },
         }

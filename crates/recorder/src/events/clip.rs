@@ -1,0 +1,317 @@
+//! One event clip on disk: a bag directory of its own,
+//! `<root>/events/<rule>_<UTC time>[_<k>]/`, with one MCAP file written
+//! as `<dir>_0.mcap.active` and renamed to `.mcap` once finished and
+//! synced, then `metadata.yaml`. Readers (rosbag2, the MCAP tools) open
+//! it like any session.
+//!
+//! Clips are small next to the continuous stream (seconds of chosen
+//! channels), so they are written through the page cache by a
+//! `BufWriter` and made durable by one `fdatasync` at the end, not
+//! through the io_uring writer: a power cut while a clip is open leaves an
+//! `.active` file that `edgerec recover` repairs like any segment.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use edgerec_format::chunk::{ChunkBuilder, ChunkCompressor, Compression};
+use edgerec_format::records::{Channel, Schema};
+use edgerec_format::writer::{McapWriter, PROFILE_ROS2};
+use edgerec_source::ChannelSpec;
+
+use super::ring::RingMessage;
+use crate::segment::utc_stamp;
+
+/// A chunk of a clip is written when it holds this many bytes.
+const CLIP_CHUNK: usize = 1 << 20;
+
+/// What a clip's Metadata record `edgerec.event` says of one event.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EventInfo {
+    /// The rule (`ctl` for `edgerec ctl trigger` without a name).
+    pub rule: String,
+    /// Why: the operator's reason, or the rule's condition.
+    pub reason: String,
+    /// The values that fired it (`voltage=11.8`).
+    pub values: String,
+    /// Trigger time, ns since the epoch (log time of the message that
+    /// fired it, or the clock when asked by hand).
+    pub at_ns: u64,
+    /// Pre-roll asked, ns.
+    pub pre_ns: u64,
+    /// Post-trigger window asked, ns.
+    pub post_ns: u64,
+    /// When the event ended (its condition cleared), ns; equal to `at_ns`
+    /// for an instant event.
+    pub end_ns: Option<u64>,
+}
+
+impl EventInfo {
+    fn to_map(&self) -> BTreeMap<String, String> {
+        let mut m = BTreeMap::new();
+        m.insert("rule".to_owned(), self.rule.clone());
+        m.insert("reason".to_owned(), self.reason.clone());
+        m.insert("values".to_owned(), self.values.clone());
+        m.insert("trigger_time_ns".to_owned(), self.at_ns.to_string());
+        m.insert("trigger_time".to_owned(), utc_stamp(self.at_ns));
+        m.insert("pre_ns".to_owned(), self.pre_ns.to_string());
+        m.insert("post_ns".to_owned(), self.post_ns.to_string());
+        m.insert(
+            "end_ns".to_owned(),
+            self.end_ns.map_or(String::new(), |e| e.to_string()),
+        );
+        m
+    }
+}
+
+/// Errors of writing a clip; each names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum ClipError {
+    /// A file operation failed.
+    #[error("{path}: cannot {what}: {source}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// What was attempted.
+        what: &'static str,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// Framing the MCAP file failed.
+    #[error("{path}: {source}")]
+    Format {
+        /// The file.
+        path: PathBuf,
+        /// The format error.
+        source: edgerec_format::FormatError,
+    },
+}
+
+/// A clip being written.
+pub(crate) struct Clip {
+    dir: PathBuf,
+    active: PathBuf,
+    mcap: McapWriter<BufWriter<File>>,
+    builder: ChunkBuilder,
+    compressor: ChunkCompressor,
+    /// Per channel in the clip, the first log time it records.
+    starts: BTreeMap<u16, u64>,
+    /// First log time of the clip.
+    pub(crate) start: u64,
+    /// Last log time it records; `None` while an event's condition holds.
+    pub(crate) end: Option<u64>,
+    /// Channels it records; `None` = every clip channel.
+    pub(crate) topics: Option<BTreeSet<String>>,
+    pub(crate) events: Vec<EventInfo>,
+    /// What was cut short, and why (for `edgerec.clip`).
+    pub(crate) notes: Vec<String>,
+    pub(crate) messages: u64,
+}
+
+/// The directory of a new clip of `rule` triggered at `at_ns`:
+/// `<events>/<rule>_<UTC>`, with `_<k>` added when it exists.
+fn clip_dir(events: &Path, rule: &str, at_ns: u64) -> PathBuf {
+    let base = format!("{rule}_{}", utc_stamp(at_ns));
+    let mut dir = events.join(&base);
+    let mut k = 1;
+    while dir.exists() {
+        dir = events.join(format!("{base}_{k}"));
+        k += 1;
+    }
+    dir
+}
+
+impl Clip {
+    /// Creates the clip's directory and file for an event at `at_ns`;
+    /// its messages start at `start`.
+    pub(crate) fn create(
+        events: &Path,
+        first: EventInfo,
+        start: u64,
+        topics: Option<BTreeSet<String>>,
+        compression: Compression,
+        library: &str,
+    ) -> Result<Clip, ClipError> {
+        let io = |path: &Path, what, source| ClipError::Io {
+            path: path.to_path_buf(),
+            what,
+            source,
+        };
+        std::fs::create_dir_all(events).map_err(|e| io(events, "create directory", e))?;
+        let dir = clip_dir(events, &first.rule, first.at_ns);
+        std::fs::create_dir(&dir).map_err(|e| io(&dir, "create directory", e))?;
+        let name = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let active = dir.join(format!("{name}_0.mcap.active"));
+        let file = File::create(&active).map_err(|e| io(&active, "create", e))?;
+        let mcap = McapWriter::new(
+            BufWriter::with_capacity(1 << 20, file),
+            PROFILE_ROS2,
+            library,
+        )
+        .map_err(|source| ClipError::Format {
+            path: active.clone(),
+            source,
+        })?;
+        let compressor =
+            ChunkCompressor::new(compression).map_err(|e| io(&active, "set up compression", e))?;
+        Ok(Clip {
+            dir,
+            active,
+            mcap,
+            builder: ChunkBuilder::new(CLIP_CHUNK + CLIP_CHUNK / 4),
+            compressor,
+            starts: BTreeMap::new(),
+            start,
+            end: None,
+            topics,
+            events: vec![first],
+            notes: Vec::new(),
+            messages: 0,
+        })
+    }
+
+    /// The clip's directory.
+    pub(crate) fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Whether it records `topic`.
+    pub(crate) fn wants(&self, topic: &str) -> bool {
+        self.topics.as_ref().is_none_or(|t| t.contains(topic))
+    }
+
+    /// The first log time it records of `channel`, once the channel is in.
+    pub(crate) fn channel_start(&self, channel: u16) -> Option<u64> {
+        self.starts.get(&channel).copied()
+    }
+
+    /// Adds `channel` (its schema and channel records), recording it from
+    /// `from` on.
+    pub(crate) fn add_channel(
+        &mut self,
+        channel: u16,
+        spec: &ChannelSpec,
+        from: u64,
+    ) -> Result<(), ClipError> {
+        if self.starts.contains_key(&channel) {
+            return Ok(());
+        }
+        let schema = Schema {
+            id: channel,
+            name: spec.type_name.clone(),
+            encoding: spec.schema_encoding.clone(),
+            data: spec.schema.clone(),
+        };
+        let record = Channel {
+            id: channel,
+            schema_id: channel,
+            topic: spec.topic.clone(),
+            message_encoding: spec.message_encoding.clone(),
+            metadata: spec.metadata.clone(),
+        };
+        self.mcap
+            .add_schema(&schema)
+            .and_then(|_| self.mcap.add_channel(&record))
+            .map_err(|source| ClipError::Format {
+                path: self.active.clone(),
+                source,
+            })?;
+        self.starts.insert(channel, from);
+        Ok(())
+    }
+
+    /// Writes one message of a channel added before (dropped when before
+    /// that channel's start or after the clip's end).
+    pub(crate) fn push(&mut self, m: &RingMessage) -> Result<(), ClipError> {
+        let Some(from) = self.starts.get(&m.channel) else {
+            return Ok(());
+        };
+        if m.log_time < *from || self.end.is_some_and(|e| m.log_time > e) {
+            return Ok(());
+        }
+        self.builder.push(
+            m.channel,
+            m.sequence,
+            m.log_time,
+            m.publish_time,
+            &m.payload,
+        );
+        self.messages += 1;
+        if self.builder.len() >= CLIP_CHUNK {
+            self.flush_chunk()?;
+        }
+        Ok(())
+    }
+
+    fn flush_chunk(&mut self) -> Result<(), ClipError> {
+        if self.builder.is_empty() {
+            return Ok(());
+        }
+        let sealed = self.builder.take().seal(&mut self.compressor);
+        self.mcap
+            .write_chunk(&sealed)
+            .map_err(|source| ClipError::Format {
+                path: self.active.clone(),
+                source,
+            })?;
+        for buf in sealed.into_buffers() {
+            self.builder.recycle(buf);
+        }
+        Ok(())
+    }
+
+    /// Finishes the file (the events' metadata, summary), syncs it, drops
+    /// `.active`, writes `metadata.yaml`. Returns the directory.
+    pub(crate) fn finish(mut self) -> Result<PathBuf, ClipError> {
+        self.flush_chunk()?;
+        let fmt = |path: &Path| {
+            let path = path.to_path_buf();
+            move |source| ClipError::Format { path, source }
+        };
+        for e in &self.events {
+            self.mcap
+                .write_metadata("edgerec.event", &e.to_map())
+                .map_err(fmt(&self.active))?;
+        }
+        let mut clip = BTreeMap::new();
+        clip.insert("start_ns".to_owned(), self.start.to_string());
+        clip.insert(
+            "end_ns".to_owned(),
+            self.end.map_or(String::new(), |e| e.to_string()),
+        );
+        clip.insert("events".to_owned(), self.events.len().to_string());
+        clip.insert("cut_short".to_owned(), self.notes.join("; "));
+        self.mcap
+            .write_metadata("edgerec.clip", &clip)
+            .map_err(fmt(&self.active))?;
+        let (sink, _) = self.mcap.finish().map_err(fmt(&self.active))?;
+        let io = |path: &Path, what, source| ClipError::Io {
+            path: path.to_path_buf(),
+            what,
+            source,
+        };
+        let file = sink
+            .into_inner()
+            .map_err(|e| io(&self.active, "write", e.into_error()))?;
+        file.sync_data()
+            .map_err(|e| io(&self.active, "fdatasync", e))?;
+        let done = self.active.with_extension("");
+        std::fs::rename(&self.active, &done).map_err(|e| io(&self.active, "rename", e))?;
+        let _ =
+            std::fs::set_permissions(&done, std::os::unix::fs::PermissionsExt::from_mode(0o444));
+        edgerec_format::bag::rewrite_metadata(&self.dir).map_err(fmt(&self.dir))?;
+        edgerec_format::bag::sync_dir(&self.dir).map_err(|e| io(&self.dir, "fsync", e))?;
+        Ok(self.dir)
+    }
+
+    /// Flushes what it holds without finishing (a recording that stops
+    /// abruptly): the `.active` file is left for recovery.
+    pub(crate) fn abandon(mut self) {
+        let _ = self.flush_chunk();
+        let _ = self.mcap.sink_mut().flush();
+    }
+}

@@ -1,0 +1,111 @@
+//! What the configuration asks of the events stage: the mode, which
+//! channels go where, the windows and the rules.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use edgerec_config::{Config, Located, RecordingMode};
+
+/// Where the recorder's own topics live: they are recorded all the time
+/// in every mode (status, clock quality, `/edgerec/events`).
+pub const OWN_PREFIX: &str = "/edgerec/";
+
+/// The topic every event is published on, in the continuous bag.
+pub const EVENTS_TOPIC: &str = "/edgerec/events";
+
+/// One `[[trigger]]` rule, with the `[triggers]` defaults filled in.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RulePlan {
+    /// Its name.
+    pub name: String,
+    /// The topic its condition reads.
+    pub topic: String,
+    /// The condition; empty = every message fires.
+    pub when: Located,
+    /// How long the condition must hold, ns.
+    pub hold_for_ns: u64,
+    /// Pre-roll, ns.
+    pub pre_ns: u64,
+    /// Post-trigger window, ns.
+    pub post_ns: u64,
+    /// Cooldown after an event ends, ns.
+    pub cooldown_ns: u64,
+    /// What its clips record; empty = every clip channel.
+    pub topics: Vec<String>,
+}
+
+/// The events stage's whole plan.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TriggerPlan {
+    /// `triggered` or `mixed` (a `continuous` recording has no plan).
+    pub mode: RecordingMode,
+    /// `mixed`: the topics recorded all the time.
+    pub continuous: BTreeSet<String>,
+    /// Where clips go: `<recording.root>/events`.
+    pub events_root: PathBuf,
+    /// `triggers.pre`, ns (the window of `ctl trigger`).
+    pub pre_ns: u64,
+    /// `triggers.post`, ns.
+    pub post_ns: u64,
+    /// `triggers.memory_budget`, bytes.
+    pub memory_budget: u64,
+    /// The rules.
+    pub rules: Vec<RulePlan>,
+}
+
+fn ns(d: std::time::Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+impl TriggerPlan {
+    /// The plan of `cfg`; `None` in `continuous` mode.
+    pub fn from_config(cfg: &Config) -> Option<TriggerPlan> {
+        if cfg.recording.mode == RecordingMode::Continuous {
+            return None;
+        }
+        let t = &cfg.triggers;
+        Some(TriggerPlan {
+            mode: cfg.recording.mode,
+            continuous: cfg.recording.continuous_topics.iter().cloned().collect(),
+            events_root: cfg.recording.root.join("events"),
+            pre_ns: ns(t.pre),
+            post_ns: ns(t.post),
+            memory_budget: t.memory_budget,
+            rules: cfg
+                .trigger
+                .iter()
+                .map(|r| RulePlan {
+                    name: r.name.clone(),
+                    topic: r.topic.clone(),
+                    when: r.when.clone(),
+                    hold_for_ns: ns(r.hold_for),
+                    pre_ns: ns(r.pre_or(t)),
+                    post_ns: ns(r.post_or(t)),
+                    cooldown_ns: ns(r.cooldown_or(t)),
+                    topics: r.topics.clone(),
+                })
+                .collect(),
+        })
+    }
+
+    /// Whether `topic` goes to the continuous segments.
+    pub fn is_continuous(&self, topic: &str) -> bool {
+        topic.starts_with(OWN_PREFIX)
+            || (self.mode == RecordingMode::Mixed && self.continuous.contains(topic))
+    }
+
+    /// Whether a rule reads `topic`.
+    pub fn is_rule_topic(&self, topic: &str) -> bool {
+        self.rules.iter().any(|r| r.topic == topic)
+    }
+
+    /// The longest pre-roll any clip can ask for: what the ring keeps.
+    pub fn longest_pre_ns(&self) -> u64 {
+        self.rules
+            .iter()
+            .map(|r| r.pre_ns)
+            .chain(std::iter::once(self.pre_ns))
+            .max()
+            .unwrap_or(0)
+    }
+}

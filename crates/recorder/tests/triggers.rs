@@ -1,0 +1,339 @@
+//! Event clips with pre-roll, in `triggered` mode: a 1 kHz channel, a
+//! fake 30 fps video (a key unit every 30 frames), a channel no rule asks
+//! for, and a battery whose voltage (a `float32 voltage` CDR message at
+//! 50 Hz) drops below 12.1 V from 2.5 s to 4 s after its start, with a
+//! truncated payload every 25th message. The rule `voltage < 12.1`
+//! records `/imu`, `/cam` and `/battery` from 1 s before the event to 1 s
+//! after it ends. Read back with the `mcap` crate: the clip holds every
+//! 1 kHz message in that window and nothing outside (within one period),
+//! the video starts on the key unit at or before the window's start,
+//! `/other` is absent, the malformed payloads never fired and were
+//! counted; `ctl trigger` makes a clip with its reason in the metadata.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use edgerec_config::{Located, RecordingMode};
+use edgerec_format::bag::MetadataVersion;
+use edgerec_format::cdr::CdrWriter;
+use edgerec_format::chunk::Compression;
+use edgerec_recorder::events::{RulePlan, TriggerPlan};
+use edgerec_recorder::{Recorder, RecorderOptions, SplitPolicy};
+use edgerec_source::{
+    ChannelSpec, Envelope, Source, SourceError, SourceSink, Stop, SupervisorOptions, SystemClock,
+};
+use edgerec_storage::WriterOptions;
+
+const MS: u64 = 1_000_000;
+
+fn spec(topic: &str, type_name: &str, schema: &str) -> ChannelSpec {
+    ChannelSpec {
+        topic: topic.into(),
+        type_name: type_name.into(),
+        message_encoding: "cdr".into(),
+        schema_encoding: "ros2msg".into(),
+        schema: schema.as_bytes().to_vec(),
+        metadata: Default::default(),
+        latched: false,
+    }
+}
+
+/// Sends `n` (u64 LE, padded to `size`) every `period`; a key unit every
+/// 30 messages when `video`.
+struct Counter {
+    topic: &'static str,
+    period: Duration,
+    size: usize,
+    video: bool,
+}
+
+impl Source for Counter {
+    fn name(&self) -> String {
+        self.topic.to_owned()
+    }
+    fn run(&mut self, sink: &SourceSink, stop: &Stop) -> Result<(), SourceError> {
+        let ch = sink.register(spec(self.topic, "test_msgs/msg/Count", "uint64 n\n"))?;
+        let mut n = 0u64;
+        let start = std::time::Instant::now();
+        loop {
+            // Paced on the start, not on each wait: 1 kHz stays 1 kHz.
+            let due = start + self.period * (n as u32);
+            if stop.wait_timeout(due.saturating_duration_since(std::time::Instant::now())) {
+                return Ok(());
+            }
+            let t = sink.now_ns();
+            let mut payload = n.to_le_bytes().to_vec();
+            payload.resize(self.size.max(8), 0);
+            let env = Envelope {
+                channel: ch,
+                log_time: t,
+                publish_time: t,
+                payload,
+            };
+            let _ = if self.video {
+                sink.push_video(env, n % 30 == 0)
+            } else {
+                sink.push(env)
+            };
+            n += 1;
+        }
+    }
+}
+
+/// A battery at 50 Hz: 12.6 V, then 11.8 V from 2.5 s to 4 s after its
+/// first message; every 25th payload is cut to its encapsulation header.
+struct Battery;
+
+impl Source for Battery {
+    fn name(&self) -> String {
+        "/battery".into()
+    }
+    fn run(&mut self, sink: &SourceSink, stop: &Stop) -> Result<(), SourceError> {
+        let ch = sink.register(spec(
+            "/battery",
+            "test_msgs/msg/Battery",
+            "float32 voltage\nuint8 cells\n",
+        ))?;
+        let first = sink.now_ns();
+        let mut n = 0u64;
+        while !stop.wait_timeout(Duration::from_millis(20)) {
+            n += 1;
+            let t = sink.now_ns();
+            let since = t - first;
+            let v = if (2_500 * MS..4_000 * MS).contains(&since) {
+                11.8f32
+            } else {
+                12.6
+            };
+            let mut w = CdrWriter::new();
+            w.f32(v).u8(3);
+            let mut payload = w.finish();
+            if n % 25 == 0 {
+                payload.truncate(4);
+            }
+            let _ = sink.push(Envelope {
+                channel: ch,
+                log_time: t,
+                publish_time: t,
+                payload,
+            });
+        }
+        Ok(())
+    }
+}
+
+fn located(text: &str) -> Located {
+    Located {
+        text: text.into(),
+        path: PathBuf::from("test.toml"),
+        key: "trigger[0].when".into(),
+        line: 1,
+        column: 1,
+    }
+}
+
+fn options(root: &Path, rules: Vec<RulePlan>) -> RecorderOptions {
+    RecorderOptions {
+        root: root.to_path_buf(),
+        session_prefix: "trig".into(),
+        session_dir: None,
+        metadata_version: MetadataVersion::Humble,
+        storage: WriterOptions {
+            block_size: 256 << 10,
+            queue_depth: 4,
+            preallocate: 4 << 20,
+            ..WriterOptions::default()
+        },
+        chunk_size: 64 << 10,
+        compression: Compression::Zstd { level: 1 },
+        chunk_max_age: Duration::from_millis(20),
+        memory_budget: 64 << 20,
+        compressor_threads: 1,
+        queue_capacity: 4096,
+        library: "edgerec-recorder trigger tests".into(),
+        split: SplitPolicy::default(),
+        retention: None,
+        supervisor: SupervisorOptions::default(),
+        triggers: Some(TriggerPlan {
+            mode: RecordingMode::Triggered,
+            continuous: Default::default(),
+            events_root: root.join("events"),
+            pre_ns: 1_000 * MS,
+            post_ns: 1_000 * MS,
+            memory_budget: 32 << 20,
+            rules,
+        }),
+        watch: Default::default(),
+    }
+}
+
+fn sources() -> Vec<Box<dyn Source>> {
+    vec![
+        Box::new(Counter {
+            topic: "/imu",
+            period: Duration::from_millis(1),
+            size: 64,
+            video: false,
+        }),
+        Box::new(Counter {
+            topic: "/cam",
+            period: Duration::from_micros(33_333),
+            size: 3000,
+            video: true,
+        }),
+        Box::new(Counter {
+            topic: "/other",
+            period: Duration::from_millis(10),
+            size: 16,
+            video: false,
+        }),
+        Box::new(Battery),
+    ]
+}
+
+fn clips(root: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(root.join("events"))
+        .map(|d| d.map(|e| e.unwrap().path()).collect())
+        .unwrap_or_default();
+    out.sort();
+    out
+}
+
+fn clip_file(clip: &Path) -> PathBuf {
+    let files: Vec<PathBuf> = std::fs::read_dir(clip)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "mcap"))
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert!(clip.join("metadata.yaml").exists());
+    files[0].clone()
+}
+
+#[test]
+fn a_rule_clip_holds_exactly_pre_to_post_and_video_from_a_key_unit() {
+    let dir = tempfile::tempdir().unwrap();
+    let rule = RulePlan {
+        name: "low_battery".into(),
+        topic: "/battery".into(),
+        when: located("voltage < 12.1"),
+        hold_for_ns: 0,
+        pre_ns: 1_000 * MS,
+        post_ns: 1_000 * MS,
+        cooldown_ns: 0,
+        topics: vec!["/imu".into(), "/cam".into(), "/battery".into()],
+    };
+    let rec = Recorder::start(
+        options(dir.path(), vec![rule]),
+        sources(),
+        Arc::new(SystemClock),
+    )
+    .unwrap();
+    let status = rec.status_handle();
+    std::thread::sleep(Duration::from_millis(6_500));
+    let events = status.events().unwrap();
+    let report = rec.stop().unwrap();
+    assert_eq!(report.status.drops(), 0, "{:?}", report.status.channels);
+
+    let clips = clips(dir.path());
+    assert_eq!(clips.len(), 1, "{clips:?}");
+    assert!(clips[0]
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .starts_with("low_battery_"));
+    let rb = edgerec_testkit::mcap_readback(&clip_file(&clips[0])).unwrap();
+    let event = &rb.metadata["edgerec.event"];
+    let at: u64 = event["trigger_time_ns"].parse().unwrap();
+    let end: u64 = event["end_ns"].parse().unwrap();
+    assert_eq!(event["rule"], "low_battery");
+    assert!(event["values"].starts_with("voltage=11.8"), "{event:?}");
+    let (from, to) = (at - 1_000 * MS, end + 1_000 * MS);
+    // The battery: the first low reading is the trigger, the first high
+    // one after it the end.
+    let volts = |d: &[u8]| f32::from_le_bytes(d[4..8].try_into().unwrap());
+    let battery: Vec<_> = rb
+        .messages
+        .iter()
+        .filter(|m| m.topic == "/battery" && m.data.len() >= 8)
+        .collect();
+    let first_low = battery.iter().find(|m| volts(&m.data) < 12.1).unwrap();
+    assert_eq!(first_low.log_time, at);
+    let back = battery
+        .iter()
+        .find(|m| m.log_time > at && volts(&m.data) > 12.1)
+        .unwrap();
+    assert_eq!(back.log_time, end);
+    assert!((end - at) > 1_400 * MS && (end - at) < 1_600 * MS);
+
+    // Every 1 kHz message from `from` to `to`, in order, none outside.
+    let imu: Vec<_> = rb.messages.iter().filter(|m| m.topic == "/imu").collect();
+    let first = imu.first().unwrap().log_time;
+    let last = imu.last().unwrap().log_time;
+    assert!(first >= from && first <= from + 2 * MS, "{first} vs {from}");
+    assert!(last <= to && last + 2 * MS >= to, "{last} vs {to}");
+    let ns: Vec<u64> = imu
+        .iter()
+        .map(|m| u64::from_le_bytes(m.data[..8].try_into().unwrap()))
+        .collect();
+    assert!(
+        ns.windows(2).all(|w| w[1] == w[0] + 1),
+        "1 kHz messages missing or repeated in the clip"
+    );
+    // The video starts on a key unit at or before `from`, at most one
+    // GOP (1 s) before it, and runs to the end.
+    let cam: Vec<_> = rb.messages.iter().filter(|m| m.topic == "/cam").collect();
+    let c0 = cam.first().unwrap();
+    assert_eq!(u64::from_le_bytes(c0.data[..8].try_into().unwrap()) % 30, 0);
+    assert!(c0.log_time <= from && c0.log_time + 1_000 * MS > from);
+    assert!(cam.last().unwrap().log_time + 40 * MS >= to);
+    assert!(!rb.topics.contains_key("/other"), "{:?}", rb.topics);
+    // Malformed payloads never fired, and were counted.
+    assert!(events.malformed["low_battery"] >= 5, "{events:?}");
+    assert!(events.rule_errors.is_empty(), "{events:?}");
+    assert_eq!(events.recent.len(), 1, "{events:?}");
+}
+
+#[test]
+fn ctl_trigger_makes_a_clip_with_its_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = Recorder::start(
+        options(dir.path(), vec![]),
+        sources(),
+        Arc::new(SystemClock),
+    )
+    .unwrap();
+    let status = rec.status_handle();
+    std::thread::sleep(Duration::from_millis(1_500));
+    assert!(status.trigger("", "test"));
+    std::thread::sleep(Duration::from_millis(2_600));
+    let report = rec.stop().unwrap();
+    assert_eq!(report.status.drops(), 0);
+    let clips = clips(dir.path());
+    assert_eq!(clips.len(), 1, "{clips:?}");
+    let rb = edgerec_testkit::mcap_readback(&clip_file(&clips[0])).unwrap();
+    let event = &rb.metadata["edgerec.event"];
+    assert_eq!(event["rule"], "ctl");
+    assert_eq!(event["reason"], "test");
+    // Every clip channel, the one no rule names too.
+    for topic in ["/imu", "/cam", "/other", "/battery"] {
+        assert!(rb.topics.contains_key(topic), "{topic}: {:?}", rb.topics);
+    }
+    // The continuous bag has the event on /edgerec/events and no clip
+    // channel.
+    let seg = std::fs::read_dir(&report.session_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "mcap"))
+        .unwrap();
+    let cont = edgerec_testkit::mcap_readback(&seg).unwrap();
+    let ev: Vec<_> = cont
+        .messages
+        .iter()
+        .filter(|m| m.topic == "/edgerec/events")
+        .collect();
+    assert_eq!(ev.len(), 1);
+    assert!(String::from_utf8_lossy(&ev[0].data).contains("\"reason\":\"test\""));
+    assert!(!cont.topics.contains_key("/imu"));
+}
