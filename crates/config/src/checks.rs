@@ -409,3 +409,52 @@ pub(crate) fn triggers_fit_the_mode(cx: &Cx, root: &Table, config: &Config) -> R
         None => Ok(()),
     }
 }
+
+/// A rule fires on exactly one thing: a topic's messages, a period, a
+/// GPIO line or health conditions; `when` and `for` need a topic.
+pub(crate) fn trigger_has_one_source(cx: &Cx, table: &Table, config: &TriggerConfig) -> Result<()> {
+    let given: Vec<&str> = [
+        ("topic", !config.topic.is_empty()),
+        ("every", config.every.is_some()),
+        ("gpio", !config.gpio.is_empty()),
+        ("health", !config.health.is_empty()),
+    ]
+    .into_iter()
+    .filter_map(|(k, set)| set.then_some(k))
+    .collect();
+    let hint = Some(
+        "a rule fires on one of: topic = \"/battery\" (with when), every = \"10min\", \
+         gpio = \"gpiochip0:17\", health = [\"clock-unlocked\"]; write one rule for each"
+            .to_owned(),
+    );
+    match given.as_slice() {
+        [] => {
+            let field = table.field("name");
+            match field {
+                Some(f) => Err(cx.at(&f, "the rule has nothing to fire on", hint)),
+                None => Ok(()),
+            }
+        }
+        [_] => {
+            let topicless = config.topic.is_empty();
+            for key in ["when", "for"] {
+                if let Some(f) = table.field(key).filter(|_| topicless) {
+                    return Err(cx.at(
+                        &f,
+                        format!("`{key}` reads a topic's messages, and the rule has no topic"),
+                        Some("add topic = \"/battery\", or remove the key".to_owned()),
+                    ));
+                }
+            }
+            Ok(())
+        }
+        [_, second, ..] => match table.field(second) {
+            Some(f) => Err(cx.at(
+                &f,
+                format!("the rule already fires on `{}`", given[0]),
+                hint,
+            )),
+            None => Ok(()),
+        },
+    }
+}

@@ -16,8 +16,8 @@ use crate::schema::{
     MIB, TIB,
 };
 use crate::values::{
-    CameraSourceKind, ClockSourceKind, Compression, EncoderChoice, Located, Rate, RateControl,
-    RecordingMode, RosDistro, SourceFault, StorageBackend, SyntheticKind,
+    CameraSourceKind, ClockSourceKind, Compression, EncoderChoice, GpioEdge, Located, Rate,
+    RateControl, RecordingMode, RosDistro, SourceFault, StorageBackend, SyntheticKind,
 };
 use crate::voltage::VoltageProfile;
 
@@ -115,13 +115,29 @@ section! {
         /// the clips. Required.
         name: String = String::new(), read(readers::trigger_name),
             required "add name = \"low_battery\" (letters, digits, `_` and `-`)";
-        /// The topic whose messages the rule reads. Required.
-        topic: String = String::new(), read(readers::topic),
-            required "add topic = \"/battery\"";
+        /// The topic whose messages the rule reads; a rule reads a topic,
+        /// or fires on `every`, `gpio` or `health` instead.
+        topic: String = String::new(), read(readers::topic_or_empty);
         /// A condition over the message's fields (`voltage < 12.1`,
         /// `status[0].level >= 2 and not present`); empty = every message
         /// fires (default).
         when: Located = Located::default(), read(readers::located);
+        /// A periodic sample: fire every this long (its clip is `pre` and
+        /// `post` around each); 1 s to 24 h; unset = not periodic.
+        every: Option<Duration> = None, read(readers::sample_period);
+        /// A GPIO input line, `CHIP:LINE`: the chip as a name under /dev
+        /// (`gpiochip0`) or a path, the line as its offset or its name
+        /// (`gpiochip0:17`, `/dev/gpiochip2:BUTTON`); empty = none.
+        gpio: String = String::new(), read(readers::gpio_line);
+        /// `gpio`: the edge that fires: `rising`, `falling` or `both`.
+        /// Default `rising`.
+        edge: GpioEdge = GpioEdge::Rising, choice(&GpioEdge::ALL, GpioEdge::as_str);
+        /// `gpio`: edges closer than this to the last one are ignored (a
+        /// bouncing switch); 0 to 1 s. Default 50 ms.
+        debounce: Duration = ms(50), duration(secs(0)..=secs(1));
+        /// Health conditions that fire when they begin: `clock-unlocked`,
+        /// `drops`, `disk-low`, `source-restarting`. Default none.
+        health: Vec<String> = Vec::new(), read(readers::health_conditions);
         /// How long the condition must hold before the rule fires; 0 to 1
         /// h. Default 0.
         hold_for as "for": Duration = secs(0), duration(secs(0)..=hours(1));
@@ -137,6 +153,7 @@ section! {
         /// (default).
         topics: Vec<String> = Vec::new(), read(readers::topic_list);
     }
+    check checks::trigger_has_one_source;
 }
 
 impl TriggerConfig {
@@ -698,10 +715,24 @@ mod tests {
                     table.name
                 );
                 // The example's first line of each key, with this line in
-                // place of its own key's.
+                // place of its own key's; a rule's ways to fire exclude
+                // each other, so only the keys that go with this one.
+                let with: &[&str] = match (table.name.as_str(), key.as_str()) {
+                    ("[[trigger]]", "every" | "health") => &["name", "pre", "post"],
+                    ("[[trigger]]", "gpio" | "edge" | "debounce") => {
+                        &["name", "gpio", "edge", "debounce"]
+                    }
+                    ("[[trigger]]", _) => &[
+                        "name", "topic", "when", "for", "pre", "post", "cooldown", "topics",
+                    ],
+                    _ => &[],
+                };
                 let mut entry = vec![table.name.clone()];
                 for (other, first) in &lines {
-                    if other != key && !entry.iter().any(|l| l.starts_with(&format!("{other} = ")))
+                    let goes = with.is_empty() || with.contains(&other.as_str());
+                    if goes
+                        && other != key
+                        && !entry.iter().any(|l| l.starts_with(&format!("{other} = ")))
                     {
                         entry.push(first.clone());
                     }

@@ -87,8 +87,9 @@ pub use config::{
 pub use error::ConfigError;
 pub use units::{parse_duration, parse_size, UnitError};
 pub use values::{
-    CameraSourceKind, ClockSourceKind, Compression, EncoderChoice, Located, Rate, RateControl,
-    RecordingMode, RosDistro, SourceFault, StorageBackend, SyntheticKind, HEALTH_STATES,
+    CameraSourceKind, ClockSourceKind, Compression, EncoderChoice, GpioEdge, Located, Rate,
+    RateControl, RecordingMode, RosDistro, SourceFault, StorageBackend, SyntheticKind,
+    HEALTH_CONDITIONS, HEALTH_STATES,
 };
 pub use voltage::{VoltageProfile, VoltageProfileError, VoltageStep};
 

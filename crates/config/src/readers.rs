@@ -12,7 +12,7 @@ use toml_edit::Value;
 use crate::document::{nearest, Cx, Field};
 use crate::schema::{read_with_config, Result, Rule};
 use crate::units::{parse_duration, Size};
-use crate::values::{Compression, Located, Rate, SourceFault, HEALTH_STATES};
+use crate::values::{Compression, Located, Rate, SourceFault, HEALTH_CONDITIONS, HEALTH_STATES};
 use crate::voltage::VoltageProfile;
 use crate::{McapConfig, StorageConfig};
 
@@ -592,6 +592,47 @@ pub(crate) fn located(cx: &Cx, field: &Field) -> Result<Located> {
 pub(crate) fn clip_window(cx: &Cx, field: &Field) -> Result<Option<Duration>> {
     cx.duration_in(field, (Duration::ZERO, Duration::from_secs(600)))
         .map(Some)
+}
+
+/// A periodic sample's period: 1 s to 24 h, or unset.
+pub(crate) fn sample_period(cx: &Cx, field: &Field) -> Result<Option<Duration>> {
+    cx.duration_in(field, (Duration::from_secs(1), Duration::from_secs(86_400)))
+        .map(Some)
+}
+
+/// `CHIP:LINE`, or empty for none.
+pub(crate) fn gpio_line(cx: &Cx, field: &Field) -> Result<String> {
+    let text = cx.string(field)?;
+    if text.is_empty() {
+        return Ok(String::new());
+    }
+    let hint = || {
+        Some(
+            "write CHIP:LINE, the chip as a name under /dev or a path and the line as its \
+             offset or name: \"gpiochip0:17\", \"/dev/gpiochip2:BUTTON\""
+                .to_owned(),
+        )
+    };
+    match text.rsplit_once(':') {
+        Some((chip, line)) if !chip.is_empty() && !line.is_empty() => Ok(text.to_owned()),
+        _ => Err(cx.at(field, format!("`{text}` is not a GPIO line"), hint())),
+    }
+}
+
+/// Health conditions a trigger fires on.
+pub(crate) fn health_conditions(cx: &Cx, field: &Field) -> Result<Vec<String>> {
+    let list = string_list(cx, field)?;
+    for c in &list {
+        if !HEALTH_CONDITIONS.contains(&c.as_str()) {
+            let listing = HEALTH_CONDITIONS.join(", ");
+            let hint = match nearest(c, HEALTH_CONDITIONS.iter().copied()) {
+                Some(near) => format!("did you mean `{near}`? (conditions: {listing})"),
+                None => format!("conditions: {listing}"),
+            };
+            return Err(cx.at(field, format!("unknown health condition `{c}`"), Some(hint)));
+        }
+    }
+    Ok(list)
 }
 
 #[cfg(test)]

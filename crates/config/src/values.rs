@@ -454,3 +454,32 @@ impl Located {
         }
     }
 }
+
+/// The edge of a GPIO line that fires a trigger (`trigger[].edge`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GpioEdge {
+    /// Low to high.
+    Rising,
+    /// High to low.
+    Falling,
+    /// Either.
+    Both,
+}
+
+impl GpioEdge {
+    /// Every edge, in the order the TOML spellings are listed.
+    pub const ALL: [GpioEdge; 3] = [GpioEdge::Rising, GpioEdge::Falling, GpioEdge::Both];
+
+    /// The TOML spelling.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            GpioEdge::Rising => "rising",
+            GpioEdge::Falling => "falling",
+            GpioEdge::Both => "both",
+        }
+    }
+}
+
+/// The health conditions a trigger can fire on (`trigger[].health`).
+pub const HEALTH_CONDITIONS: [&str; 4] =
+    ["clock-unlocked", "drops", "disk-low", "source-restarting"];

@@ -217,6 +217,7 @@ fn a_rule_clip_holds_exactly_pre_to_post_and_video_from_a_key_unit() {
     let rule = RulePlan {
         name: "low_battery".into(),
         topic: "/battery".into(),
+        every_ns: None,
         when: located("voltage < 12.1"),
         hold_for_ns: 0,
         pre_ns: 1_000 * MS,

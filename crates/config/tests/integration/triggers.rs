@@ -90,7 +90,46 @@ fn names_are_checked_and_unique() {
     assert!(err.message.contains("duplicate trigger name `a`"), "{err}");
     assert!(err.hint.unwrap().contains("trigger[0] (line 4)"));
     let err = error(&format!("{TRIGGERED}[[trigger]]\nname = \"a\"\n"));
-    assert!(err.message.contains("topic"), "{err}");
+    assert!(err.message.contains("nothing to fire on"), "{err}");
+    assert!(err.hint.unwrap().contains("every = "));
+}
+
+#[test]
+fn a_rule_fires_on_one_thing() {
+    let cfg = parse(&format!(
+        "{TRIGGERED}[[trigger]]\nname = \"sample\"\nevery = \"10min\"\npre = \"0s\"\npost = \"30s\"\n\
+         [[trigger]]\nname = \"button\"\ngpio = \"gpiochip0:17\"\nedge = \"falling\"\n\
+         [[trigger]]\nname = \"clock\"\nhealth = [\"clock-unlocked\", \"drops\"]\n"
+    ))
+    .unwrap();
+    assert_eq!(cfg.trigger[0].every, Some(Duration::from_secs(600)));
+    assert_eq!(cfg.trigger[1].gpio, "gpiochip0:17");
+    assert_eq!(cfg.trigger[1].edge, edgerec_config::GpioEdge::Falling);
+    assert_eq!(cfg.trigger[1].debounce, Duration::from_millis(50));
+    assert_eq!(cfg.trigger[2].health, ["clock-unlocked", "drops"]);
+    let err = error(&format!(
+        "{TRIGGERED}[[trigger]]\nname = \"a\"\ntopic = \"/b\"\nevery = \"1min\"\n"
+    ));
+    assert_eq!(
+        (err.line, err.key.as_deref()),
+        (Some(6), Some("trigger[0].every"))
+    );
+    assert!(err.message.contains("already fires on `topic`"), "{err}");
+    let err = error(&format!(
+        "{TRIGGERED}[[trigger]]\nname = \"a\"\nevery = \"1min\"\nwhen = \"x > 1\"\n"
+    ));
+    assert_eq!(err.key.as_deref(), Some("trigger[0].when"));
+    let err = error(&format!(
+        "{TRIGGERED}[[trigger]]\nname = \"a\"\ngpio = \"17\"\n"
+    ));
+    assert!(err.message.contains("not a GPIO line"), "{err}");
+    let err = error(&format!(
+        "{TRIGGERED}[[trigger]]\nname = \"a\"\nhealth = [\"clock_unlocked\"]\n"
+    ));
+    assert!(
+        err.hint.as_deref().unwrap().contains("did you mean `clock-unlocked`"),
+        "{err}"
+    );
 }
 
 #[test]

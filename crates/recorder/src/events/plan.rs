@@ -18,8 +18,12 @@ pub const EVENTS_TOPIC: &str = "/edgerec/events";
 pub struct RulePlan {
     /// Its name.
     pub name: String,
-    /// The topic its condition reads.
+    /// The topic its condition reads; empty for a rule that fires on
+    /// something else (a period, a GPIO line, health conditions, which
+    /// come in through [`crate::StatusHandle::trigger`] under its name).
     pub topic: String,
+    /// A periodic sample: fire every this long, ns.
+    pub every_ns: Option<u64>,
     /// The condition; empty = every message fires.
     pub when: Located,
     /// How long the condition must hold, ns.
@@ -77,6 +81,7 @@ impl TriggerPlan {
                 .map(|r| RulePlan {
                     name: r.name.clone(),
                     topic: r.topic.clone(),
+                    every_ns: r.every.map(ns),
                     when: r.when.clone(),
                     hold_for_ns: ns(r.hold_for),
                     pre_ns: ns(r.pre_or(t)),
@@ -96,7 +101,12 @@ impl TriggerPlan {
 
     /// Whether a rule reads `topic`.
     pub fn is_rule_topic(&self, topic: &str) -> bool {
-        self.rules.iter().any(|r| r.topic == topic)
+        !topic.is_empty() && self.rules.iter().any(|r| r.topic == topic)
+    }
+
+    /// The rule called `name`.
+    pub fn rule(&self, name: &str) -> Option<&RulePlan> {
+        self.rules.iter().find(|r| r.name == name)
     }
 
     /// The longest pre-roll any clip can ask for: what the ring keeps.

@@ -119,7 +119,7 @@ impl Rules {
         out: &mut Vec<Fire>,
     ) {
         for (i, r) in self.rules.iter_mut().enumerate() {
-            if r.plan.topic != spec.topic {
+            if r.plan.topic.is_empty() || r.plan.topic != spec.topic {
                 continue;
             }
             if matches!(r.bound, Bound::Waiting) {

@@ -78,6 +78,15 @@ impl EventsStage {
         let mut fires = Vec::new();
         let mut shown = Instant::now();
         let mut taken = 0u64;
+        // Periodic samples: per rule, its period and when it next fires.
+        let start = self.intake.now_ns();
+        let mut last_instant: BTreeMap<String, u64> = BTreeMap::new();
+        let mut samples: Vec<Option<(u64, u64)>> = self
+            .plan
+            .rules
+            .iter()
+            .map(|r| r.every_ns.map(|e| (e, start + e)))
+            .collect();
         loop {
             beat.beat_progress(taken);
             if self.stages.aborted() {
@@ -113,32 +122,37 @@ impl EventsStage {
                 }
                 Ok(Input::Manual { name, reason }) => {
                     let at = self.intake.now_ns();
-                    let rule = if name.is_empty() {
-                        "ctl".to_owned()
+                    // A rule's cooldown holds for its GPIO edges and health
+                    // conditions too.
+                    let cooldown = self.plan.rule(&name).map_or(0, |r| r.cooldown_ns);
+                    let quiet = last_instant
+                        .get(&name)
+                        .is_some_and(|t: &u64| at < t.saturating_add(cooldown) && cooldown > 0);
+                    if quiet {
+                        tracing::info!("event {name} ignored: within its cooldown");
                     } else {
-                        name
-                    };
-                    let info = EventInfo {
-                        rule,
-                        reason,
-                        values: String::new(),
-                        at_ns: at,
-                        pre_ns: self.plan.pre_ns,
-                        post_ns: self.plan.post_ns,
-                        end_ns: Some(at),
-                    };
-                    let ev = NewEvent {
-                        info,
-                        topics: None,
-                        holding: None,
-                    };
-                    self.event(ev, &mut open, &ring, &latched);
+                        last_instant.insert(name.clone(), at);
+                        let ev = self.instant_event(&name, reason, at);
+                        self.event(ev, &mut open, &ring, &latched);
+                    }
                 }
                 Err(RecvTimeoutError::Timeout) if self.lane.is_closed() => break,
                 Err(RecvTimeoutError::Timeout) => {}
                 Err(RecvTimeoutError::Disconnected) => break,
             }
             let now = self.intake.now_ns();
+            for (i, due) in samples.iter_mut().enumerate() {
+                let Some((every, next)) = due.as_mut() else {
+                    continue;
+                };
+                if now >= *next {
+                    *next = now + *every;
+                    let name = self.plan.rules[i].name.clone();
+                    let reason = format!("every {:.0} s", *every as f64 / 1e9);
+                    let ev = self.instant_event(&name, reason, now);
+                    self.event(ev, &mut open, &ring, &latched);
+                }
+            }
             if open
                 .as_ref()
                 .is_some_and(|o| o.holding.is_empty() && now > o.end_max + CLIP_GRACE)
@@ -162,6 +176,34 @@ impl EventsStage {
             self.finish(o);
         }
         lock(&self.status).ring = ring.stats();
+    }
+
+    /// An event of no duration at `at`: a manual trigger (`ctl`, the ROS
+    /// 2 service), a periodic sample, a GPIO edge, a health condition. A
+    /// `name` that is a rule's takes its windows and topics; any other
+    /// takes `[triggers]`'s and records every clip channel.
+    fn instant_event(&self, name: &str, reason: String, at: u64) -> NewEvent {
+        let rule = self.plan.rule(name);
+        let info = EventInfo {
+            rule: if name.is_empty() {
+                "ctl".to_owned()
+            } else {
+                name.to_owned()
+            },
+            reason,
+            values: String::new(),
+            at_ns: at,
+            pre_ns: rule.map_or(self.plan.pre_ns, |r| r.pre_ns),
+            post_ns: rule.map_or(self.plan.post_ns, |r| r.post_ns),
+            end_ns: Some(at),
+        };
+        NewEvent {
+            info,
+            topics: rule
+                .filter(|r| !r.topics.is_empty())
+                .map(|r| r.topics.iter().cloned().collect()),
+            holding: None,
+        }
     }
 
     /// Writes `m` into the open clip, adding its channel first when the
