@@ -28,6 +28,7 @@ mod daemon;
 mod export_cmd;
 #[cfg(feature = "fault-injection")]
 mod fault_injection;
+mod health_triggers;
 mod record_cmd;
 mod ros;
 
@@ -376,16 +377,18 @@ fn recover_cmd(path: &Path) -> ExitCode {
 /// recording starts. Failures are logged, never fatal: what could not be
 /// recovered stays on disk as it is.
 fn recover_at_start(root: &Path) {
-    let dirs = match recover::recover_root(root) {
-        Ok(d) => d,
-        Err(e) => {
-            tracing::error!(
+    // Event clips are bag directories too, one level down.
+    let events = root.join("events");
+    let mut dirs = Vec::new();
+    for r in std::iter::once(root).chain(events.is_dir().then_some(events.as_path())) {
+        match recover::recover_root(r) {
+            Ok(d) => dirs.extend(d),
+            Err(e) => tracing::error!(
                 "recovery: cannot scan {} for unfinished segments: {e}",
-                root.display()
-            );
-            return;
+                r.display()
+            ),
         }
-    };
+    }
     for recover::DirRecovery { dir, result } in dirs {
         match result {
             Ok(reports) => {
@@ -601,6 +604,8 @@ fn record(
         None => None,
     };
     let mut control = daemon.control(rec.status_handle(), &cfg.recording.root, cfg);
+    let mut health_triggers = health_triggers::HealthTriggers::new(cfg);
+    let trigger_handle = rec.status_handle();
     let mut died = None;
     control.tick();
     if let Some(n) = &daemon.notifier {
@@ -625,7 +630,8 @@ fn record(
         }
         if last_tick.elapsed() >= Duration::from_secs(1) {
             last_tick = Instant::now();
-            control.tick();
+            let reasons = control.tick().reasons.clone();
+            health_triggers.observe(&reasons, &trigger_handle);
         }
         if live && last.0.elapsed() >= Duration::from_millis(500) {
             let s = rec.status();

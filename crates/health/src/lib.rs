@@ -7,6 +7,7 @@
 
 pub mod control;
 pub mod ctl;
+pub mod edges;
 pub mod fault;
 pub mod heartbeat;
 pub mod leds;
