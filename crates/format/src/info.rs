@@ -88,6 +88,12 @@ pub struct BagInfo {
     /// size, frame rate, bitrate and keyframe interval); `inspect` leaves it
     /// empty.
     pub topic_notes: BTreeMap<String, Vec<String>>,
+    /// An event clip's `edgerec.clip` record (its window, how many events,
+    /// what was cut short); `None` for a session.
+    pub clip: Option<BTreeMap<String, String>>,
+    /// An event clip's `edgerec.event` record (the rule, reason, values
+    /// and trigger time; the last one when several events share it).
+    pub event: Option<BTreeMap<String, String>>,
 }
 
 /// Reads the summaries of a file or of every segment of a bag directory.
@@ -143,6 +149,12 @@ pub fn inspect(path: &Path) -> Result<BagInfo, FormatError> {
                         }
                     }
                     comps.extend(s.compressions());
+                    if let Some(c) = s.metadata.get("edgerec.clip") {
+                        info.clip = Some(c.clone());
+                    }
+                    if let Some(e) = s.metadata.get("edgerec.event") {
+                        info.event = Some(e.clone());
+                    }
                     FileState::Closed(Box::new(s))
                 }
                 Err(e) => FileState::Broken(e.to_string()),
@@ -271,6 +283,27 @@ impl fmt::Display for BagInfo {
         )?;
         let total_drops = self.drops.values().fold(0u64, |a, &n| a.saturating_add(n));
         writeln!(f, "Dropped:           {total_drops}")?;
+        if let Some(c) = &self.clip {
+            let get = |m: &BTreeMap<String, String>, k: &str| m.get(k).cloned().unwrap_or_default();
+            let ev = self.event.clone().unwrap_or_default();
+            let at = get(&ev, "trigger_time_ns").parse::<u64>().map(fmt_time);
+            writeln!(
+                f,
+                "Event clip:        {} event(s); {}: {}{} at {}",
+                get(c, "events"),
+                get(&ev, "rule"),
+                get(&ev, "reason"),
+                match get(&ev, "values") {
+                    v if v.is_empty() => String::new(),
+                    v => format!(" ({v})"),
+                },
+                at.unwrap_or_else(|_| "?".to_owned())
+            )?;
+            let cut = get(c, "cut_short");
+            if !cut.is_empty() {
+                writeln!(f, "Cut short:         {cut}")?;
+            }
+        }
         if !self.upstream_lost.is_empty() {
             let lost = self
                 .upstream_lost

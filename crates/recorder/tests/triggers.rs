@@ -317,6 +317,11 @@ fn ctl_trigger_makes_a_clip_with_its_reason() {
     let event = &rb.metadata["edgerec.event"];
     assert_eq!(event["rule"], "ctl");
     assert_eq!(event["reason"], "test");
+    // `edgerec info` marks it as a clip.
+    let info = edgerec_format::info::inspect(&clips[0]).unwrap();
+    assert_eq!(info.clip.as_ref().unwrap()["events"], "1");
+    let shown = info.to_string();
+    assert!(shown.contains("Event clip:        1 event(s); ctl: test at "), "{shown}");
     // Every clip channel, the one no rule names too.
     for topic in ["/imu", "/cam", "/other", "/battery"] {
         assert!(rb.topics.contains_key(topic), "{topic}: {:?}", rb.topics);
