@@ -67,7 +67,10 @@ mod tests {
         };
         let (_, reasons) = evaluate(&inputs);
         let found: Vec<_> = reasons.iter().filter_map(|r| condition_of(r)).collect();
-        assert_eq!(found, ["clock-unlocked", "drops", "disk-low", "source-restarting"]);
+        assert_eq!(
+            found,
+            ["clock-unlocked", "drops", "disk-low", "source-restarting"]
+        );
     }
 
     #[test]
@@ -75,12 +78,22 @@ mod tests {
         let mut e = ConditionEdges::default();
         assert!(e.update(&[]).is_empty());
         let unlocked = vec!["clock unlocked".to_owned()];
-        assert_eq!(e.update(&unlocked), [("clock-unlocked", "clock unlocked".to_owned())]);
+        assert_eq!(
+            e.update(&unlocked),
+            [("clock-unlocked", "clock unlocked".to_owned())]
+        );
         assert!(e.update(&unlocked).is_empty());
         let both = vec!["clock unlocked".to_owned(), "drops rising on /a".to_owned()];
-        assert_eq!(e.update(&both), [("drops", "drops rising on /a".to_owned())]);
+        assert_eq!(
+            e.update(&both),
+            [("drops", "drops rising on /a".to_owned())]
+        );
         assert!(e.update(&[]).is_empty());
-        assert_eq!(e.update(&unlocked).len(), 1, "it begins again after it ended");
+        assert_eq!(
+            e.update(&unlocked).len(),
+            1,
+            "it begins again after it ended"
+        );
         assert!(e.update(&["stage storage stalled".to_owned()]).is_empty());
     }
 }

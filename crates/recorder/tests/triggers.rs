@@ -321,7 +321,10 @@ fn ctl_trigger_makes_a_clip_with_its_reason() {
     let info = edgerec_format::info::inspect(&clips[0]).unwrap();
     assert_eq!(info.clip.as_ref().unwrap()["events"], "1");
     let shown = info.to_string();
-    assert!(shown.contains("Event clip:        1 event(s); ctl: test at "), "{shown}");
+    assert!(
+        shown.contains("Event clip:        1 event(s); ctl: test at "),
+        "{shown}"
+    );
     // Every clip channel, the one no rule names too.
     for topic in ["/imu", "/cam", "/other", "/battery"] {
         assert!(rb.topics.contains_key(topic), "{topic}: {:?}", rb.topics);

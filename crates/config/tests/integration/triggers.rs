@@ -127,7 +127,10 @@ fn a_rule_fires_on_one_thing() {
         "{TRIGGERED}[[trigger]]\nname = \"a\"\nhealth = [\"clock_unlocked\"]\n"
     ));
     assert!(
-        err.hint.as_deref().unwrap().contains("did you mean `clock-unlocked`"),
+        err.hint
+            .as_deref()
+            .unwrap()
+            .contains("did you mean `clock-unlocked`"),
         "{err}"
     );
 }
