@@ -232,7 +232,17 @@ fn a_rule_clip_holds_exactly_pre_to_post_and_video_from_a_key_unit() {
     )
     .unwrap();
     let status = rec.status_handle();
-    std::thread::sleep(Duration::from_millis(6_500));
+    // Under user-mode QEMU the sources run late and in bursts: the clip
+    // needs longer to be complete, and the 1 kHz source's own spacing
+    // (not the clip's bounds) varies by tens of ms.
+    let (wait, tol) = match edgerec_testkit::qemu_user() {
+        Some(q) => {
+            println!("{q}: 1 kHz spacing checked within 30 ms, not 2 ms");
+            (9_000, 30 * MS)
+        }
+        None => (6_500, 2 * MS),
+    };
+    std::thread::sleep(Duration::from_millis(wait));
     let events = status.events().unwrap();
     let report = rec.stop().unwrap();
     assert_eq!(report.status.drops(), 0, "{:?}", report.status.channels);
@@ -272,8 +282,8 @@ fn a_rule_clip_holds_exactly_pre_to_post_and_video_from_a_key_unit() {
     let imu: Vec<_> = rb.messages.iter().filter(|m| m.topic == "/imu").collect();
     let first = imu.first().unwrap().log_time;
     let last = imu.last().unwrap().log_time;
-    assert!(first >= from && first <= from + 2 * MS, "{first} vs {from}");
-    assert!(last <= to && last + 2 * MS >= to, "{last} vs {to}");
+    assert!(first >= from && first <= from + tol, "{first} vs {from}");
+    assert!(last <= to && last + tol >= to, "{last} vs {to}");
     let ns: Vec<u64> = imu
         .iter()
         .map(|m| u64::from_le_bytes(m.data[..8].try_into().unwrap()))
@@ -288,7 +298,7 @@ fn a_rule_clip_holds_exactly_pre_to_post_and_video_from_a_key_unit() {
     let c0 = cam.first().unwrap();
     assert_eq!(u64::from_le_bytes(c0.data[..8].try_into().unwrap()) % 30, 0);
     assert!(c0.log_time <= from && c0.log_time + 1_000 * MS > from);
-    assert!(cam.last().unwrap().log_time + 40 * MS >= to);
+    assert!(cam.last().unwrap().log_time + 34 * MS + tol >= to);
     assert!(!rb.topics.contains_key("/other"), "{:?}", rb.topics);
     // Malformed payloads never fired, and were counted.
     assert!(events.malformed["low_battery"] >= 5, "{events:?}");

@@ -184,6 +184,11 @@ impl Clip {
         self.topics.as_ref().is_none_or(|t| t.contains(topic))
     }
 
+    /// The channels in it.
+    pub(crate) fn channels(&self) -> impl Iterator<Item = u16> + '_ {
+        self.starts.keys().copied()
+    }
+
     /// The first log time it records of `channel`, once the channel is in.
     pub(crate) fn channel_start(&self, channel: u16) -> Option<u64> {
         self.starts.get(&channel).copied()

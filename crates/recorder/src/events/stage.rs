@@ -5,9 +5,11 @@
 //! `pre` before it (on the key unit at or before that, for video), takes
 //! what the ring holds from there and then the live messages, up to
 //! `post` after the event ends. An event while a clip is open extends
-//! that clip. A clip is finished once the recording clock is
-//! [`CLIP_GRACE`] past its end (messages still in the queues arrive), or
-//! when the recording stops (what it holds is kept, the early end noted).
+//! that clip. A clip is finished once every channel in it that is still
+//! sending has passed its end (so messages that were still in the queues
+//! are in, however far behind the pipeline runs), at the latest
+//! [`CLIP_GRACE`] of recording-clock time past its end, or when the
+//! recording stops (what it holds is kept, the early end noted).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
@@ -25,9 +27,12 @@ use super::rules::{Fire, Rules};
 use super::status::{EventSummary, EventsStatus};
 use crate::stage::{StageBeat, Stages};
 
-/// How far past a clip's end the recording clock must be before it is
-/// finished: messages up to its end may still be in the queues.
-pub const CLIP_GRACE: u64 = 1_000_000_000;
+/// The longest a clip waits past its end for its channels' last
+/// messages, on the recording clock, ns.
+pub const CLIP_GRACE: u64 = 5_000_000_000;
+
+/// A channel that sent nothing for this long is not waited for.
+const QUIET: Duration = Duration::from_secs(1);
 
 /// How often the ring's figures are copied into the status.
 const STATUS_EVERY: Duration = Duration::from_millis(200);
@@ -81,6 +86,8 @@ impl EventsStage {
         // Periodic samples: per rule, its period and when it next fires.
         let start = self.intake.now_ns();
         let mut last_instant: BTreeMap<String, u64> = BTreeMap::new();
+        // Per clip channel, its latest log time and when it came.
+        let mut last_seen: BTreeMap<u16, (u64, Instant)> = BTreeMap::new();
         let mut samples: Vec<Option<(u64, u64)>> = self
             .plan
             .rules
@@ -102,6 +109,9 @@ impl EventsStage {
                     let Some(ch) = self.intake.table().get(ChannelId(m.channel)).cloned() else {
                         continue;
                     };
+                    if to_ring {
+                        last_seen.insert(m.channel, (m.log_time, Instant::now()));
+                    }
                     {
                         let mut st = lock(&self.status);
                         self.rules
@@ -153,10 +163,16 @@ impl EventsStage {
                     self.event(ev, &mut open, &ring, &latched);
                 }
             }
-            if open
-                .as_ref()
-                .is_some_and(|o| o.holding.is_empty() && now > o.end_max + CLIP_GRACE)
-            {
+            let done = open.as_ref().is_some_and(|o| {
+                o.holding.is_empty()
+                    && (now > o.end_max.saturating_add(CLIP_GRACE)
+                        || o.clip.channels().all(|ch| {
+                            last_seen.get(&ch).is_none_or(|(t, when): &(u64, Instant)| {
+                                *t > o.end_max || when.elapsed() > QUIET
+                            })
+                        }))
+            });
+            if done {
                 if let Some(o) = open.take() {
                     self.finish(o);
                 }
