@@ -842,6 +842,10 @@ fn mixed_mode_records_the_imu_all_the_time_and_the_lidar_in_clips() {
 
 /// Runs `s` for `secs`, polling its status; the peak RSS (KiB) from
 /// wait4's rusage, and the last status that had `events`.
+#[expect(
+    clippy::zombie_processes,
+    reason = "the child is reaped by wait4, which also gives its rusage"
+)]
 fn peak_rss(s: &Setup, secs: u32) -> (u64, serde_json::Value) {
     let child = s.spawn(secs);
     let pid = child.id() as libc::pid_t;
