@@ -221,6 +221,26 @@ class Custom_(IdlStruct, typename="edgerec_test_msgs::msg::dds_::Custom_"):
     code: int16
 
 
+@dataclass
+class BatteryState_(IdlStruct, typename="sensor_msgs::msg::dds_::BatteryState_"):
+    header: Header_
+    voltage: float32
+    temperature: float32
+    current: float32
+    charge: float32
+    capacity: float32
+    design_capacity: float32
+    percentage: float32
+    power_supply_status: uint8
+    power_supply_health: uint8
+    power_supply_technology: uint8
+    present: bool
+    cell_voltage: sequence[float32]
+    cell_temperature: sequence[float32]
+    location: str
+    serial_number: str
+
+
 # ---------------------------------------------------------------------------
 # Service types. rmw_cyclonedds puts a 16-byte header before the request and
 # response fields; the structs below carry it as their first two members.
@@ -369,6 +389,45 @@ def diagnostic_status(seq: int) -> DiagnosticStatus_:
     )
 
 
+def battery_state(seq: int, ns: int, volts: float = 12.6) -> BatteryState_:
+    """A 3-cell pack at `volts` (publish --voltage gives a profile), the
+    sequence number in serial_number as "seq:<n>"."""
+    # float32 values in the sample, so that it equals what it decodes to.
+    def f32(x: float) -> float:
+        return struct.unpack("<f", struct.pack("<f", x))[0]
+    cell = f32(volts / 3)
+    percentage = f32(min(max((cell - 3.0) / 1.2, 0.0), 1.0))
+    return BatteryState_(
+        header=header_of(seq, ns), voltage=f32(volts), temperature=25.0, current=-2.0,
+        charge=f32(5.0 * percentage), capacity=5.0, design_capacity=5.0,
+        percentage=percentage, power_supply_status=2, power_supply_health=1,
+        power_supply_technology=2, present=True, cell_voltage=[cell] * 3,
+        cell_temperature=[25.0] * 3, location="ros2peer", serial_number=f"seq:{seq}")
+
+
+def voltage_profile(text: str) -> list[tuple[float, float]]:
+    """--voltage: "12.6, 11.8@1.5s, 12.6@3.5s" (the syntax of edgerec's
+    synthetic battery), piecewise constant from the first sample's stamp:
+    [(from_s, volts), ...] in order, the first from 0."""
+    steps = []
+    for i, part in enumerate(p.strip() for p in text.split(",")):
+        volts, _, at = part.partition("@")
+        try:
+            v = float(volts)
+            t = float(at.removesuffix("s")) if at else None
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{part!r}: want VOLTS or VOLTS@SECONDSs")
+        if (i == 0) != (t is None) or (steps and t <= steps[-1][0]) or not math.isfinite(v):
+            raise argparse.ArgumentTypeError(
+                f"{text!r}: the first step has no time, the others increasing times")
+        steps.append((0.0 if t is None else t, v))
+    return steps
+
+
+def volts_at(profile: list[tuple[float, float]], offset_s: float) -> float:
+    return [v for t, v in profile if t <= offset_s][-1]
+
+
 @dataclass(frozen=True)
 class MessageKind:
     """A message type this peer publishes: its struct and how to fill one."""
@@ -422,6 +481,8 @@ MESSAGES: dict[str, MessageKind] = {
                     lambda s, ns, p: diagnostic_status(s)),
         MessageKind("diagnostic_msgs/msg/DiagnosticArray", DiagnosticArray_,
                     lambda s, ns, p: DiagnosticArray_(header_of(s, ns), [diagnostic_status(s)])),
+        MessageKind("sensor_msgs/msg/BatteryState", BatteryState_,
+                    lambda s, ns, p: battery_state(s, ns)),
         MessageKind(
             "edgerec_test_msgs/msg/Custom", Custom_,
             lambda s, ns, p: Custom_(stamp_of(ns), seq=s, label=f"seq:{s}",
@@ -699,6 +760,15 @@ def cmd_publish(args: argparse.Namespace) -> int:
         kind = dataclasses.replace(kind, make=lambda s, ns, p: ImageBytes_(
             header_of(s, ns), height=h, width=w, encoding="rgb8", is_bigendian=0,
             step=3 * w, data=pictures.rgb8(s, w, h)))
+    if args.voltage:
+        if args.type != "sensor_msgs/msg/BatteryState":
+            raise PeerError("--voltage is for sensor_msgs/msg/BatteryState")
+        origin: list[int] = []  # the first sample's stamp, once made
+
+        def make_battery(s: int, ns: int, p: Optional[Payload]) -> BatteryState_:
+            origin[:] = origin or [ns]
+            return battery_state(s, ns, volts_at(args.voltage, (ns - origin[0]) / 1e9))
+        kind = dataclasses.replace(kind, make=make_battery)
     if args.payload_bytes is not None and not kind.has_payload:
         raise PeerError(f"{args.type} has no byte array for --payload-bytes; "
                         "use sensor_msgs/msg/Image or sensor_msgs/msg/CompressedImage")
@@ -1067,6 +1137,10 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--rgb8", type=image_size, metavar="WxH",
                    help="sensor_msgs/msg/Image only: rgb8 pictures of WxH, frame n being "
                         "tests/py/pictures.py rgb8(n) (the reference verify_video.py renders)")
+    p.add_argument("--voltage", type=voltage_profile, metavar="PROFILE",
+                   help="sensor_msgs/msg/BatteryState only: volts from the first sample's "
+                        "stamp, piecewise constant, e.g. \"12.6, 11.8@1.5s, 12.6@3.5s\" "
+                        "(default 12.6 throughout)")
     p.add_argument("--record", metavar="FILE",
                    help="JSON lines, one per sample written: seq, source_timestamp_ns, size, "
                         "cdr_hex (the bytes a reader receives, padded to 4). Hex costs time: "
