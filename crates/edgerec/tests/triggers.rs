@@ -14,7 +14,8 @@
 //!   two events.
 //! - `edgerec ctl trigger --reason test`: a clip `edgerec check` and
 //!   rosbags accept, with the reason in its metadata.
-//! - Mixed mode: the continuous IMU gap-free, the lidar-sized channel in
+//! - Mixed mode: the continuous IMU gap-free (and in the clip too, for
+//!   its window), the lidar-sized channel in
 //!   the clip only.
 //! - An 8 MiB pre-roll budget under 2 MB/s (compressed) for a 10 s pre:
 //!   peak RSS within the budgets plus an empty run's, and the status says
@@ -840,6 +841,19 @@ fn mixed_mode_records_the_imu_all_the_time_and_the_lidar_in_clips() {
         lidar.len()
     );
     assert!(lidar.iter().all(|m| (start..=stop).contains(&m.log_time)));
+    // The clip holds the continuous IMU of its window too, gap-free, the
+    // same messages as the session: a clip is complete on its own.
+    let clip_imu = on(&rb, "/imu");
+    let period = 1_000_000_000 / u64::from(hz);
+    assert_imu_fills(&clip_imu, start, stop, edge_slack(&clip_imu, period));
+    let first = imu_seq(&clip_imu[0].data).unwrap();
+    assert!(
+        all.iter().any(|m| m.topic == "/imu"
+            && imu_seq(&m.data) == Some(first)
+            && m.data == clip_imu[0].data
+            && m.log_time == clip_imu[0].log_time),
+        "the clip's first IMU message is not the session's"
+    );
     println!(
         "session: {} IMU messages gap-free; clip: {} lidar sweeps, topics {:?}",
         seqs.len(),

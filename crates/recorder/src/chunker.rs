@@ -122,10 +122,14 @@ impl Route {
             None => Route::CONTINUOUS,
             Some((_, plan)) => {
                 let continuous = plan.is_continuous(topic);
+                // Every channel but the recorder's own is in the ring, so
+                // a clip holds the continuous topics of its window too
+                // (in `mixed`, /tf and /odom around the camera).
+                let ring = !topic.starts_with(crate::events::plan::OWN_PREFIX);
                 Route {
                     continuous,
-                    tap: !continuous || plan.is_rule_topic(topic),
-                    ring: !continuous,
+                    tap: ring || plan.is_rule_topic(topic),
+                    ring,
                 }
             }
         }
@@ -291,7 +295,9 @@ impl Chunker {
                                 out.tap_only(&cx, &mut st, ch, id, q, lane);
                                 continue;
                             }
-                            // A continuous rule topic: the rules read a copy.
+                            // A continuous channel: the ring and the rules
+                            // get a copy; one the lane cannot take is only
+                            // missing from a clip (counted by the lane).
                             let m = RingMessage {
                                 channel: id as u16,
                                 sequence: st.seq[id],
@@ -300,7 +306,7 @@ impl Chunker {
                                 key: q.key,
                                 payload: q.env.payload.clone(),
                             };
-                            lane.offer(false, m);
+                            lane.offer(route.ring, m);
                         }
                         if !out.put(&cx, &mut st, ch, id, q) {
                             return;
