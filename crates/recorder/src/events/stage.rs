@@ -25,11 +25,15 @@ use super::plan::TriggerPlan;
 use super::ring::{Ring, RingMessage};
 use super::rules::{Fire, Rules};
 use super::status::{EventSummary, EventsStatus};
-use crate::stage::{StageBeat, Stages};
+use crate::stage::{beating_while, StageBeat, Stages};
 
 /// The longest a clip waits past its end for its channels' last
 /// messages, on the recording clock, ns.
 pub const CLIP_GRACE: u64 = 5_000_000_000;
+
+/// The longest finishing a clip (its last chunk, summary and
+/// `fdatasync`) may take before the stage shows as stalled.
+const FINISH_ALLOWANCE: Duration = Duration::from_secs(60);
 
 /// A channel that sent nothing for this long is not waited for.
 const QUIET: Duration = Duration::from_secs(1);
@@ -127,7 +131,7 @@ impl EventsStage {
                         }
                     }
                     for f in std::mem::take(&mut fires) {
-                        self.fire(f, &mut open, &ring, &latched);
+                        self.fire(f, &mut open, &ring, &latched, beat);
                     }
                 }
                 Ok(Input::Manual { name, reason }) => {
@@ -143,7 +147,7 @@ impl EventsStage {
                     } else {
                         last_instant.insert(name.clone(), at);
                         let ev = self.instant_event(&name, reason, at);
-                        self.event(ev, &mut open, &ring, &latched);
+                        self.event(ev, &mut open, &ring, &latched, beat);
                     }
                 }
                 Err(RecvTimeoutError::Timeout) if self.lane.is_closed() => break,
@@ -160,7 +164,7 @@ impl EventsStage {
                     let name = self.plan.rules[i].name.clone();
                     let reason = format!("every {:.0} s", *every as f64 / 1e9);
                     let ev = self.instant_event(&name, reason, now);
-                    self.event(ev, &mut open, &ring, &latched);
+                    self.event(ev, &mut open, &ring, &latched, beat);
                 }
             }
             let done = open.as_ref().is_some_and(|o| {
@@ -174,7 +178,7 @@ impl EventsStage {
             });
             if done {
                 if let Some(o) = open.take() {
-                    self.finish(o);
+                    self.finish(o, beat);
                 }
             }
             if shown.elapsed() >= STATUS_EVERY {
@@ -189,7 +193,7 @@ impl EventsStage {
                     .notes
                     .push("the recording stopped before the clip's end".to_owned());
             }
-            self.finish(o);
+            self.finish(o, beat);
         }
         lock(&self.status).ring = ring.stats();
     }
@@ -262,6 +266,7 @@ impl EventsStage {
         open: &mut Option<Open>,
         ring: &Ring,
         latched: &BTreeMap<u16, RingMessage>,
+        beat: &StageBeat,
     ) {
         match f {
             Fire::Start {
@@ -290,7 +295,7 @@ impl EventsStage {
                     topics,
                     holding: (!instant).then_some(rule),
                 };
-                self.event(ev, open, ring, latched);
+                self.event(ev, open, ring, latched, beat);
             }
             Fire::End { rule, at } => {
                 let post = self.rules.plan(rule).post_ns;
@@ -320,6 +325,7 @@ impl EventsStage {
         open: &mut Option<Open>,
         ring: &Ring,
         latched: &BTreeMap<u16, RingMessage>,
+        beat: &StageBeat,
     ) {
         let start = ev.info.at_ns.saturating_sub(ev.info.pre_ns);
         let end = ev.info.end_ns.map(|e| e.saturating_add(ev.info.post_ns));
@@ -339,7 +345,7 @@ impl EventsStage {
             .is_some_and(|o| !o.holding.is_empty() || start <= o.end_max);
         if !overlaps {
             if let Some(o) = open.take() {
-                self.finish(o);
+                self.finish(o, beat);
             }
             let clip = Clip::create(
                 &self.plan.events_root,
@@ -472,11 +478,14 @@ impl EventsStage {
         o.clip.start = o.clip.start.min(start);
     }
 
-    /// Finishes a clip and counts it.
-    fn finish(&self, o: Open) {
+    /// Finishes a clip and counts it. The final flush and `fdatasync` run
+    /// beside the stage's heartbeat (a slow disk is not a stall), for at
+    /// most [`FINISH_ALLOWANCE`].
+    fn finish(&self, o: Open, beat: &StageBeat) {
         let dir = o.clip.dir().to_path_buf();
         let messages = o.clip.messages;
-        match o.clip.finish() {
+        let clip = o.clip;
+        match beating_while(beat, "edgerec-events", FINISH_ALLOWANCE, move || clip.finish()) {
             Ok(_) => {
                 tracing::info!("event clip {} written ({messages} messages)", dir.display());
                 let mut st = lock(&self.status);
