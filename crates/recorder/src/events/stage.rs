@@ -399,7 +399,7 @@ impl EventsStage {
             clip: o.clip.dir().to_path_buf(),
         };
         lock(&self.status).push_event(summary);
-        self.fill_from_ring(o, start, ring, latched);
+        self.fill_from_ring(o, start, ring, latched, beat);
     }
 
     /// Adds to the clip every ring channel it wants and has not got,
@@ -411,6 +411,7 @@ impl EventsStage {
         start: u64,
         ring: &Ring,
         latched: &BTreeMap<u16, RingMessage>,
+        beat: &StageBeat,
     ) {
         for channel in ring.channels().collect::<Vec<_>>() {
             if o.clip.channel_start(channel).is_some() {
@@ -468,7 +469,11 @@ impl EventsStage {
                     self.clip_error(e.to_string());
                 }
             }
-            for m in &messages[first..] {
+            for (k, m) in messages[first..].iter().enumerate() {
+                // Seconds of pre-roll of every channel go to the file here.
+                if k % 256 == 0 {
+                    beat.beat();
+                }
                 if let Err(e) = o.clip.push(m) {
                     self.clip_error(e.to_string());
                     break;
