@@ -123,6 +123,29 @@ impl Source for Battery {
     }
 }
 
+/// `/tf_static`: one latched message at its start, then nothing.
+struct Latched;
+
+impl Source for Latched {
+    fn name(&self) -> String {
+        "/tf_static".into()
+    }
+    fn run(&mut self, sink: &SourceSink, stop: &Stop) -> Result<(), SourceError> {
+        let mut s = spec("/tf_static", "test_msgs/msg/Count", "uint64 n\n");
+        s.latched = true;
+        let ch = sink.register(s)?;
+        let t = sink.now_ns();
+        let _ = sink.push(Envelope {
+            channel: ch,
+            log_time: t,
+            publish_time: t,
+            payload: 4242u64.to_le_bytes().to_vec(),
+        });
+        while !stop.wait_timeout(Duration::from_millis(100)) {}
+        Ok(())
+    }
+}
+
 fn located(text: &str) -> Located {
     Located {
         text: text.into(),
@@ -189,6 +212,7 @@ fn sources() -> Vec<Box<dyn Source>> {
             video: false,
         }),
         Box::new(Battery),
+        Box::new(Latched),
     ]
 }
 
@@ -336,9 +360,21 @@ fn ctl_trigger_makes_a_clip_with_its_reason() {
         "{shown}"
     );
     // Every clip channel, the one no rule names too.
-    for topic in ["/imu", "/cam", "/other", "/battery"] {
+    for topic in ["/imu", "/cam", "/other", "/battery", "/tf_static"] {
         assert!(rb.topics.contains_key(topic), "{topic}: {:?}", rb.topics);
     }
+    // The latched message, sent once 1.5 s before the event (before the
+    // window), opens the clip with its own time.
+    let clip = &rb.metadata["edgerec.clip"];
+    let start: u64 = clip["start_ns"].parse().unwrap();
+    let tf: Vec<_> = rb
+        .messages
+        .iter()
+        .filter(|m| m.topic == "/tf_static")
+        .collect();
+    assert_eq!(tf.len(), 1);
+    assert_eq!(tf[0].data, 4242u64.to_le_bytes());
+    assert!(tf[0].log_time < start, "{} vs {start}", tf[0].log_time);
     // The continuous bag has the event on /edgerec/events and no clip
     // channel.
     let seg = std::fs::read_dir(&report.session_dir)

@@ -238,6 +238,19 @@ impl Clip {
         if m.log_time < *from || self.end.is_some_and(|e| m.log_time > e) {
             return Ok(());
         }
+        self.write(m)
+    }
+
+    /// Writes a latched channel's last message ahead of the window, with
+    /// its own times and sequence number (as a segment repeats it).
+    pub(crate) fn push_latched(&mut self, m: &RingMessage) -> Result<(), ClipError> {
+        if !self.starts.contains_key(&m.channel) {
+            return Ok(());
+        }
+        self.write(m)
+    }
+
+    fn write(&mut self, m: &RingMessage) -> Result<(), ClipError> {
         self.builder.push(
             m.channel,
             m.sequence,

@@ -461,11 +461,9 @@ impl EventsStage {
                 continue;
             }
             if let Some(l) = latched.get(&channel).filter(|l| l.log_time < from) {
-                let mut l = l.clone();
-                // Written at the clip's start so it is in the clip's range
-                // and opens the channel; its sequence number tells it.
-                l.log_time = from;
-                if let Err(e) = o.clip.push(&l) {
+                // Before the window, with its own times: it opens the
+                // channel (a /tf_static sent once at start-up).
+                if let Err(e) = o.clip.push_latched(l) {
                     self.clip_error(e.to_string());
                 }
             }
@@ -490,7 +488,9 @@ impl EventsStage {
         let dir = o.clip.dir().to_path_buf();
         let messages = o.clip.messages;
         let clip = o.clip;
-        match beating_while(beat, "edgerec-events", FINISH_ALLOWANCE, move || clip.finish()) {
+        match beating_while(beat, "edgerec-events", FINISH_ALLOWANCE, move || {
+            clip.finish()
+        }) {
             Ok(_) => {
                 tracing::info!("event clip {} written ({messages} messages)", dir.display());
                 let mut st = lock(&self.status);
