@@ -467,11 +467,7 @@ impl Out {
         }
         // The payload is copied (into pool memory); a small buffer goes
         // back to its channel for reuse.
-        if q.charge.reserved {
-            cx.intake.release(ch, q.charge);
-        } else {
-            self.to_release += q.charge.bytes;
-        }
+        self.release(cx, ch, q.charge);
         cx.intake.recycle(ch, env.payload);
         if self.to_release >= RELEASE_BATCH {
             cx.intake
@@ -479,6 +475,16 @@ impl Out {
                 .release(std::mem::take(&mut self.to_release));
         }
         self.b.len() < cx.limits.chunk_size || self.send(cx)
+    }
+
+    /// Gives a message's budget charge back: at once for a channel's
+    /// reserved share, batched for the shared budget.
+    fn release(&mut self, cx: &Cx, ch: &edgerec_source::Channel, charge: edgerec_source::Charge) {
+        if charge.reserved {
+            cx.intake.release(ch, charge);
+        } else {
+            self.to_release += charge.bytes;
+        }
     }
 
     /// Hands a message of a clip channel to the events stage (its payload
@@ -495,11 +501,7 @@ impl Out {
     ) {
         let seq = st.seq[id];
         st.seq[id] = seq.wrapping_add(1);
-        if q.charge.reserved {
-            cx.intake.release(ch, q.charge);
-        } else {
-            self.to_release += q.charge.bytes;
-        }
+        self.release(cx, ch, q.charge);
         let m = RingMessage {
             channel: id as u16,
             sequence: seq,
