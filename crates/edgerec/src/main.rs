@@ -28,6 +28,7 @@ mod daemon;
 mod export_cmd;
 #[cfg(feature = "fault-injection")]
 mod fault_injection;
+mod gpio_triggers;
 mod health_triggers;
 mod record_cmd;
 mod ros;
@@ -588,6 +589,14 @@ fn record(
         Err(e) => {
             daemon.finish(None, HealthState::Fault);
             return Err(e).context("starting the recording");
+        }
+    };
+    let _gpio = match gpio_triggers::start(cfg, rec.status_handle()) {
+        Ok(g) => g,
+        Err(e) => {
+            let _ = rec.stop();
+            daemon.finish(None, HealthState::Fault);
+            return Err(e);
         }
     };
     if session.start_paused {

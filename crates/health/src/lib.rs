@@ -9,6 +9,7 @@ pub mod control;
 pub mod ctl;
 pub mod edges;
 pub mod fault;
+pub mod gpio;
 pub mod heartbeat;
 pub mod leds;
 pub mod metrics;
