@@ -1,9 +1,12 @@
-//! `[[trigger]] gpio = "CHIP:LINE"`: each such rule's line is watched while
-//! the recording runs, and each debounced edge asks the recorder for that
-//! rule's event clip (its pre, post, topics and cooldown come with the
-//! name). A line that cannot be requested fails the start: a button that
+//! `[[trigger]] gpio = "CHIP:LINE"`: each such rule's line is requested
+//! before the recording starts and watched while it runs, and each
+//! debounced edge asks the recorder for that rule's event clip (its pre,
+//! post, topics and cooldown come with the name). A line that cannot be
+//! requested fails the start before anything is created: a button that
 //! silently does nothing is worse than a recorder that says why it will
 //! not run.
+
+use std::sync::{Arc, OnceLock};
 
 use anyhow::Context;
 use edgerec_config::{Config, GpioEdge};
@@ -18,9 +21,13 @@ pub struct GpioTriggers {
     _watchers: Vec<LineWatcher>,
 }
 
+/// Where the edges find the recorder once it runs.
+pub type RecorderSlot = Arc<OnceLock<StatusHandle>>;
+
 /// Starts a watcher for every `[[trigger]]` with a `gpio`; the error names
-/// the rule (`trigger[i].gpio`), the line and the fix.
-pub fn start(cfg: &Config, handle: StatusHandle) -> anyhow::Result<GpioTriggers> {
+/// the rule (`trigger[i].gpio`), the line and the fix. Edges before
+/// `slot` is set (the recorder is starting) are logged and let go.
+pub fn start(cfg: &Config, slot: RecorderSlot) -> anyhow::Result<GpioTriggers> {
     let mut watchers = Vec::new();
     for (i, rule) in cfg.trigger.iter().enumerate() {
         if rule.gpio.is_empty() {
@@ -35,10 +42,14 @@ pub fn start(cfg: &Config, handle: StatusHandle) -> anyhow::Result<GpioTriggers>
                 GpioEdge::Both => EdgeSelect::Both,
             })
             .with_debounce(rule.debounce);
-        let (name, gpio, handle) = (rule.name.clone(), rule.gpio.clone(), handle.clone());
+        let (name, gpio, slot) = (rule.name.clone(), rule.gpio.clone(), slot.clone());
         let on_edge = Box::new(move |edge: edgerec_health::gpio::Edge| {
             let dir = if edge.rising { "rising" } else { "falling" };
             let reason = format!("gpio {gpio} {dir} edge");
+            let Some(handle) = slot.get() else {
+                tracing::warn!("trigger {name}: {reason} while the recording was starting");
+                return;
+            };
             if handle.trigger(&name, &reason) {
                 tracing::info!("trigger {name}: {reason}");
             } else {

@@ -455,6 +455,15 @@ fn start_and_record(
             return ExitCode::from(EXIT_CONFIG);
         }
     };
+    // GPIO lines are requested before anything is created.
+    let recorder = gpio_triggers::RecorderSlot::default();
+    let gpio = match gpio_triggers::start(cfg, recorder.clone()) {
+        Ok(g) => g,
+        Err(e) => {
+            eprintln!("edgerec: {}: {e:#}", config.display());
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
     let daemon = match daemon::Daemon::start(cfg) {
         Ok(d) => d,
         Err(daemon::StartError::Config(e)) => {
@@ -476,6 +485,8 @@ fn start_and_record(
         }),
         dir: session_dir,
         cameras,
+        gpio,
+        recorder,
     };
     match record(cfg, daemon, session, limit, report_json, quiet) {
         Ok(Ended::Clean) => ExitCode::SUCCESS,
@@ -542,6 +553,10 @@ struct Session {
     dir: Option<PathBuf>,
     /// The cameras.
     cameras: Vec<cameras::Camera>,
+    /// The GPIO lines of `[[trigger]]` rules, requested already.
+    gpio: gpio_triggers::GpioTriggers,
+    /// Where their edges find the recorder once it runs.
+    recorder: gpio_triggers::RecorderSlot,
 }
 
 /// Records until stopped, the time limit, or a stage of the pipeline dies.
@@ -591,14 +606,7 @@ fn record(
             return Err(e).context("starting the recording");
         }
     };
-    let _gpio = match gpio_triggers::start(cfg, rec.status_handle()) {
-        Ok(g) => g,
-        Err(e) => {
-            let _ = rec.stop();
-            daemon.finish(None, HealthState::Fault);
-            return Err(e);
-        }
-    };
+    let _ = session.recorder.set(rec.status_handle());
     if session.start_paused {
         rec.status_handle().pause();
     }
@@ -660,6 +668,8 @@ fn record(
     if live {
         eprintln!();
     }
+    // No edge between here and the end asks a stopping recorder for a clip.
+    drop(session.gpio);
     let handle = rec.status_handle();
     let report = rec.stop();
     let secs = started.elapsed().as_secs_f64();

@@ -1,6 +1,6 @@
 //! `[[trigger]] gpio`: a line that cannot be watched fails the recording's
-//! start with the rule, the line and the fix, and leaves no recording
-//! running. A real line is driven on the QEMU board (tests/qemu, scenario
+//! start with the rule, the line and the fix (exit 78, as a configuration
+//! error), before anything is created. A real line is driven on the QEMU board (tests/qemu, scenario
 //! gpio-trigger: the virt machine's power button on PL061 line 3).
 
 use std::path::Path;
@@ -67,7 +67,7 @@ fn a_missing_gpio_chip_fails_the_start_naming_the_rule() {
         .output()
         .expect("run edgerec");
     let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert_eq!(o.status.code(), Some(78), "{err}");
     // The second rule (index 1) is the GPIO one; the first has no line.
     assert!(
         err.contains("trigger[1].gpio = \"/nonexistent/gpiochip9:3\" (rule button)"),
@@ -75,6 +75,8 @@ fn a_missing_gpio_chip_fails_the_start_naming_the_rule() {
     );
     assert!(err.contains("no GPIO chip /nonexistent/gpiochip9"), "{err}");
     assert!(err.contains("ls /dev/gpiochip*"), "{err}");
-    // It failed at the start, not after the 20 s it was asked to record.
+    // It failed at the start, not after the 20 s it was asked to record,
+    // and left no session behind.
     assert!(t.elapsed().as_secs() < 15, "took {:?}", t.elapsed());
+    assert!(!root.exists(), "{} was created", root.display());
 }
