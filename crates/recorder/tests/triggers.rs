@@ -392,3 +392,137 @@ fn ctl_trigger_makes_a_clip_with_its_reason() {
     assert!(String::from_utf8_lossy(&ev[0].data).contains("\"reason\":\"test\""));
     assert!(!cont.topics.contains_key("/imu"));
 }
+
+/// A 1 MiB message every 10 ms on `/bulk`: about 100 MB/s offered.
+struct Bulk;
+
+impl Source for Bulk {
+    fn name(&self) -> String {
+        "/bulk".into()
+    }
+    fn run(&mut self, sink: &SourceSink, stop: &Stop) -> Result<(), SourceError> {
+        let ch = sink.register(spec("/bulk", "test_msgs/msg/Count", "uint64 n\n"))?;
+        let mut n = 0u64;
+        while !stop.wait_timeout(Duration::from_millis(10)) {
+            let t = sink.now_ns();
+            let mut payload = n.to_le_bytes().to_vec();
+            // Incompressible: the file system fills as fast as offered.
+            let mut x = n.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+            payload.extend((0..(1 << 20)).map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            }));
+            let _ = sink.push(Envelope {
+                channel: ch,
+                log_time: t,
+                publish_time: t,
+                payload,
+            });
+            n += 1;
+        }
+        Ok(())
+    }
+}
+
+/// Retention on a full disk deletes continuous segments, never the clip:
+/// `mixed` mode on a 160 MiB ext4 with `/bulk` continuous at up to 100
+/// MB/s and the 1 kHz `/imu` in clips; a clip made in the first seconds
+/// is still whole after several times the disk's size went through.
+#[test]
+fn a_full_disk_deletes_segments_before_the_clip() {
+    let dir = tempfile::tempdir().unwrap();
+    let mnt = dir.path().join("mnt");
+    let _fs = match edgerec_testkit::LoopExt4::mount(&dir.path().join("fs.img"), &mnt, 160) {
+        Ok(fs) => fs,
+        Err(why) => {
+            println!("SKIP: cannot loop-mount an ext4 image here: {why}");
+            return;
+        }
+    };
+    if edgerec_testkit::qemu_user().is_some() {
+        println!("SKIP under user-mode QEMU: it records too slowly to fill the disk in time");
+        return;
+    }
+    let root = mnt.join("rec");
+    let free0 = edgerec_testkit::free_bytes(&mnt);
+    let mut opts = options(&root, vec![]);
+    opts.split = SplitPolicy {
+        max_bytes: 16 << 20,
+        ..SplitPolicy::default()
+    };
+    opts.retention = Some(edgerec_recorder::retention::RetentionPolicy {
+        max_total_bytes: 0,
+        min_free_bytes: 24 << 20,
+        min_free_percent: 0,
+        clip_keep: None,
+    });
+    opts.storage.preallocate = 4 << 20;
+    if let Some(plan) = opts.triggers.as_mut() {
+        plan.mode = RecordingMode::Mixed;
+        plan.continuous = ["/bulk".to_owned()].into();
+    }
+    let sources: Vec<Box<dyn Source>> = vec![
+        Box::new(Bulk),
+        Box::new(Counter {
+            topic: "/imu",
+            period: Duration::from_millis(1),
+            size: 64,
+            video: false,
+        }),
+    ];
+    let rec = Recorder::start(opts, sources, Arc::new(SystemClock)).unwrap();
+    let status = rec.status_handle();
+    std::thread::sleep(Duration::from_millis(1_500));
+    assert!(status.trigger("early", "before the disk fills"));
+    // Record until several disks' worth went through (or 20 s).
+    let t0 = std::time::Instant::now();
+    while status.snapshot().bytes_written < 400 << 20 && t0.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let report = rec.stop().unwrap();
+    let written = report.status.bytes_written;
+    assert!(
+        written >= 320 << 20,
+        "only {} MiB went through",
+        written >> 20
+    );
+
+    // The clip is whole and valid.
+    let clips = clips(&root);
+    assert_eq!(clips.len(), 1, "{clips:?}");
+    let rb = edgerec_testkit::mcap_readback(&clip_file(&clips[0])).unwrap();
+    assert_eq!(rb.metadata["edgerec.event"]["rule"], "early");
+    let imu: Vec<u64> = rb
+        .messages
+        .iter()
+        .filter(|m| m.topic == "/imu")
+        .map(|m| u64::from_le_bytes(m.data[..8].try_into().unwrap()))
+        .collect();
+    assert!(
+        imu.len() > 1_500,
+        "{} IMU messages in a 2 s clip",
+        imu.len()
+    );
+    assert!(imu.windows(2).all(|w| w[1] == w[0] + 1));
+    // The session's first segments were deleted to make room.
+    let session: Vec<String> = std::fs::read_dir(&report.session_dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".mcap"))
+        .collect();
+    assert!(
+        !session.iter().any(|n| n.ends_with("_0.mcap")),
+        "the first segment survived: {session:?}"
+    );
+    println!(
+        "{} MiB through a 160 MiB disk ({} MiB free at the start); {} segments left; \
+         {} MiB free at the end (floor 24); the clip kept {} IMU messages",
+        written >> 20,
+        free0 >> 20,
+        session.len(),
+        edgerec_testkit::free_bytes(&root) >> 20,
+        imu.len(),
+    );
+}
