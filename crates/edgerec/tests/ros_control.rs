@@ -31,27 +31,7 @@ fn ctl(sock: &Path, args: &[&str]) -> serde_json::Value {
 }
 
 fn call(ns: &Netns, service: &str, ty: &str) -> serde_json::Value {
-    let out = ns
-        .command(netns::python())
-        .arg(netns::ros2peer())
-        .args([
-            "call",
-            "--service",
-            service,
-            "--type",
-            ty,
-            "--timeout",
-            "10",
-        ])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "call {service}: {text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_str(text.trim().lines().last().unwrap()).unwrap()
+    serde_json::from_str(&ns.call_service(service, ty)).unwrap()
 }
 
 /// Sleeps until `t` after `start`.

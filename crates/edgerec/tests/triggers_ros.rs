@@ -250,3 +250,121 @@ fn a_voltage_dip_on_a_ros_topic_makes_a_clip_of_its_messages() {
         seqs.len()
     );
 }
+
+/// The ROS 2 service `~/trigger` (`std_srvs/srv/Trigger`, here
+/// `/edgerec/trigger`) on a `triggered` recording with no rule: it answers
+/// success and makes a `ctl` clip of the topic around the call.
+#[test]
+fn the_trigger_service_makes_a_clip() {
+    if let Some(why) = netns::skip_reason() {
+        println!("SKIP the_trigger_service_makes_a_clip: {why}");
+        return;
+    }
+    let _dds = netns::dds_serial();
+    let ns = Netns::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let cfg = tmp.path().join("edgerec.toml");
+    std::fs::write(
+        &cfg,
+        "[recording]\nmode = \"triggered\"\n\n\
+         [health]\nwatchdog = \"\"\nfault_file = \"\"\nstatus_socket = \"\"\n\n\
+         [triggers]\npre = \"1s\"\npost = \"1s\"\n",
+    )
+    .unwrap();
+    let bag = tmp.path().join("bag");
+    let edgerec = ns
+        .command(BIN)
+        .args(["record", "/battery", "--config"])
+        .arg(&cfg)
+        .arg("-o")
+        .arg(&bag)
+        .args(["--quiet", "-p", "50"])
+        .env("EDGEREC_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // 5 s of a steady battery at 20 Hz; the call comes 2.5 s in.
+    let publisher = ns
+        .command(netns::python())
+        .arg(netns::ros2peer())
+        .args([
+            "publish",
+            "--topic",
+            "/battery",
+            "--type",
+            "sensor_msgs/msg/BatteryState",
+            "--voltage",
+            "12.6",
+            "--rate",
+            "20",
+            "--count",
+            "100",
+            "--depth",
+            "0",
+            "--wait-readers",
+            "1",
+            "--wait-timeout",
+            "20",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let events = tmp.path().join("events");
+    // The recorder's node answers once its services are discovered; the
+    // peer waits up to 10 s for them.
+    std::thread::sleep(Duration::from_millis(2_500));
+    let reply = ns.call_service("/edgerec/trigger", "std_srvs/srv/Trigger");
+    let publisher = publisher.wait_with_output().unwrap();
+    assert!(
+        publisher.status.success(),
+        "publisher: {}",
+        String::from_utf8_lossy(&publisher.stderr)
+    );
+    let finished = wait_for_clip(&events, Duration::from_secs(20));
+    // SAFETY: kill(2) on our child's pid (`ip netns exec` execs edgerec).
+    unsafe { libc::kill(edgerec.id() as i32, libc::SIGINT) };
+    let out = edgerec.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "edgerec record: {}\n{stderr}",
+        out.status
+    );
+    let v: serde_json::Value = serde_json::from_str(&reply).unwrap();
+    assert!(v.to_string().contains("\"success\":true"), "{reply}");
+    assert!(finished, "no clip under {}\n{stderr}", events.display());
+    let clips: Vec<_> = std::fs::read_dir(&events).unwrap().flatten().collect();
+    assert_eq!(clips.len(), 1, "{clips:?}");
+    let dir = clips[0].path();
+    let check = Command::new(BIN).arg("check").arg(&dir).output().unwrap();
+    assert!(
+        check.status.success(),
+        "{}",
+        String::from_utf8_lossy(&check.stdout)
+    );
+    let mcap = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "mcap"))
+        .unwrap();
+    let rb = edgerec_testkit::mcap_readback(&mcap).unwrap();
+    assert_eq!(rb.metadata["edgerec.event"]["rule"], "ctl");
+    let battery: Vec<_> = rb
+        .messages
+        .iter()
+        .filter(|m| m.topic == "/battery")
+        .collect();
+    // About 2 s of a 20 Hz topic.
+    assert!(
+        (30..=45).contains(&battery.len()),
+        "{} /battery messages in a 2 s clip",
+        battery.len()
+    );
+    println!(
+        "service reply {reply}; clip of {} /battery messages",
+        battery.len()
+    );
+}

@@ -138,6 +138,34 @@ impl Netns {
         c.args(["netns", "exec", &self.name]).arg(program);
         c
     }
+
+    /// Calls the ROS 2 service `service` of type `ty` from a Python peer
+    /// in the namespace (`ros2peer.py call`, 10 s at most) and returns its
+    /// reply, the last line it prints (JSON). Panics with what it printed
+    /// when the call fails.
+    pub fn call_service(&self, service: &str, ty: &str) -> String {
+        let out = self
+            .command(python())
+            .arg(ros2peer())
+            .args([
+                "call",
+                "--service",
+                service,
+                "--type",
+                ty,
+                "--timeout",
+                "10",
+            ])
+            .output()
+            .expect("run ros2peer.py call");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "call {service}: {text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        text.trim().lines().last().unwrap_or("").to_owned()
+    }
 }
 
 impl Default for Netns {
