@@ -31,6 +31,8 @@ edgerec), and for one topic of foxglove_msgs/msg/CompressedVideo checks:
 usage: verify_video.py BAG_DIR --topic T [options]; prints one JSON object
 with the figures, exits 1 with FAIL: on the first mismatch.
 """
+import atexit
+import shutil
 import argparse
 import json
 import subprocess
@@ -189,6 +191,9 @@ def main():
     report = {"topic": a.topic, "segments": []}
     all_frames = []
     work = Path(tempfile.mkdtemp(prefix="verify_video_"))
+    # The extracted streams and decoded frames are ~125 MB a run: gone at
+    # exit, on success and on failure alike.
+    atexit.register(shutil.rmtree, work, ignore_errors=True)
     lumas = []
     for seg in segs:
         schema, frames = read_segment(seg, a.topic)

@@ -29,11 +29,13 @@ impl Controls for RecorderControls {
                 "event {} recorded: its clip goes under <recording.root>/events/",
                 if name.is_empty() { "ctl" } else { name }
             ))
-        } else {
+        } else if self.0.events().is_none() {
             Err(
                 "this recording makes no event clips: set recording.mode = \"triggered\" or \"mixed\""
                     .into(),
             )
+        } else {
+            Err("the events stage did not take the event within 1 s (it is far behind, or the recording is ending); see edgerec status".into())
         }
     }
 }

@@ -15,7 +15,7 @@
 //! - `edgerec ctl trigger --reason test`: a clip `edgerec check` and
 //!   rosbags accept, with the reason in its metadata.
 //! - Mixed mode: the continuous IMU gap-free (and in the clip too, for
-//!   its window), the lidar-sized channel in
+//!   its window, as the rule's `topics` name it), the lidar-sized channel in
 //!   the clip only.
 //! - An 8 MiB pre-roll budget under 2 MB/s (compressed) for a 10 s pre:
 //!   peak RSS within the budgets plus an empty run's, and the status says
@@ -793,13 +793,16 @@ fn mixed_mode_records_the_imu_all_the_time_and_the_lidar_in_clips() {
             "[triggers]\npre = \"1s\"\npost = \"1s\"\n\n\
              [[sources.synthetic]]\ntopic = \"/imu\"\ntype = \"sensor_msgs/msg/Imu\"\nrate = {hz}\n\n\
              [[sources.synthetic]]\ntopic = \"/lidar/points\"\ntype = \"sensor_msgs/msg/PointCloud2\"\n\
-             rate = 10\npayload_size = \"{sweep}\"\n"
+             rate = 10\npayload_size = \"{sweep}\"\n\n\
+             [[trigger]]\nname = \"around\"\nevery = \"24h\"\n\
+             topics = [\"/imu\", \"/lidar/points\"]\n"
         ),
     );
     let child = s.spawn(40);
     s.wait_started();
     std::thread::sleep(Duration::from_millis(1500));
-    s.trigger(&["--reason", "mixed"]);
+    // Named after the rule: its topics, the continuous IMU among them.
+    s.trigger(&["--name", "around", "--reason", "mixed"]);
     let done = s.wait_for_clips(1, Duration::from_secs(20));
     let report = s.stop(child);
     assert!(done, "the clip was not finished in 20 s\n{}", s.log());
@@ -841,8 +844,8 @@ fn mixed_mode_records_the_imu_all_the_time_and_the_lidar_in_clips() {
         lidar.len()
     );
     assert!(lidar.iter().all(|m| (start..=stop).contains(&m.log_time)));
-    // The clip holds the continuous IMU of its window too, gap-free, the
-    // same messages as the session: a clip is complete on its own.
+    // The rule names the continuous IMU among its topics: the clip holds
+    // it for its window too, gap-free, the same messages as the session.
     let clip_imu = on(&rb, "/imu");
     let period = 1_000_000_000 / u64::from(hz);
     assert_imu_fills(&clip_imu, start, stop, edge_slack(&clip_imu, period));

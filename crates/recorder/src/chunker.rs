@@ -122,10 +122,7 @@ impl Route {
             None => Route::CONTINUOUS,
             Some((_, plan)) => {
                 let continuous = plan.is_continuous(topic);
-                // Every channel but the recorder's own is in the ring, so
-                // a clip holds the continuous topics of its window too
-                // (in `mixed`, /tf and /odom around the camera).
-                let ring = !topic.starts_with(crate::events::plan::OWN_PREFIX);
+                let ring = plan.is_in_ring(topic);
                 Route {
                     continuous,
                     tap: ring || plan.is_rule_topic(topic),

@@ -72,9 +72,24 @@ impl Lane {
         }
     }
 
-    /// Asks for a clip now; false when the stage has ended.
+    /// Asks for a clip now; false when the stage has ended or has not
+    /// made room in the lane within a second (it is far behind).
     pub(crate) fn trigger(&self, name: String, reason: String) -> bool {
-        self.tx.send(Input::Manual { name, reason }).is_ok()
+        let mut input = Input::Manual { name, reason };
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(1);
+        loop {
+            match self.tx.try_send(input) {
+                Ok(()) => return true,
+                Err(TrySendError::Disconnected(_)) => return false,
+                Err(TrySendError::Full(back)) => {
+                    if std::time::Instant::now() >= until {
+                        return false;
+                    }
+                    input = back;
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+            }
+        }
     }
 
     /// Nothing more comes (the chunker ended): the stage ends once it has

@@ -99,6 +99,23 @@ impl TriggerPlan {
             || (self.mode == RecordingMode::Mixed && self.continuous.contains(topic))
     }
 
+    /// Whether `topic` is kept in the pre-roll ring: every clip channel,
+    /// and a continuous one (`mixed`) that a rule's `topics` names, so
+    /// that its clips hold it too (`/tf` around the camera). A continuous
+    /// topic no rule names stays out: copying a 100 MB/s continuous stream
+    /// into the ring would cost memory and CPU for clips that do not want
+    /// it.
+    pub fn is_in_ring(&self, topic: &str) -> bool {
+        if topic.starts_with(OWN_PREFIX) {
+            return false;
+        }
+        !self.is_continuous(topic)
+            || self
+                .rules
+                .iter()
+                .any(|r| r.topics.iter().any(|t| t == topic))
+    }
+
     /// Whether a rule reads `topic`.
     pub fn is_rule_topic(&self, topic: &str) -> bool {
         !topic.is_empty() && self.rules.iter().any(|r| r.topic == topic)

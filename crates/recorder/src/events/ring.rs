@@ -9,8 +9,9 @@
 //! keeps everything from its last key unit at or before the horizon, so a
 //! clip's video can start on a keyframe at or before `t - pre`. When the
 //! rates seen need more than the memory budget, the oldest block of all
-//! goes at once and [`RingStats::covered_ns`] says how much pre-roll is
-//! really kept.
+//! goes at once from the channel holding the most, so a flooding channel
+//! shortens its own pre-roll and not a quiet one's, and
+//! [`RingStats::covered_ns`] says how much pre-roll is really kept.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -67,6 +68,8 @@ struct ChannelRing {
     open_end: u64,
     open_keys: Vec<u64>,
     keyed: bool,
+    /// Bytes of its sealed blocks.
+    sealed_bytes: u64,
 }
 
 /// What the status shows of the ring.
@@ -78,8 +81,9 @@ pub struct RingStats {
     pub budget_bytes: u64,
     /// The pre-roll asked for (the longest of the rules'), ns.
     pub pre_ns: u64,
-    /// Pre-roll kept now: from the oldest message held to the newest, ns;
-    /// below `pre_ns` once the budget made the ring let go early.
+    /// Pre-roll kept now for every channel: from the latest of the
+    /// channels' oldest messages to the newest, ns; below `pre_ns` once
+    /// the budget made the ring let go early.
     pub covered_ns: u64,
     /// Blocks let go before their time because of the budget.
     pub evicted_early: u64,
@@ -170,6 +174,7 @@ impl Ring {
             data,
         };
         self.held += block.memory();
+        ring.sealed_bytes += block.memory();
         ring.sealed.push_back(block);
     }
 
@@ -195,25 +200,27 @@ impl Ring {
             while ring.sealed.front().is_some_and(|b| b.end < keep_from) {
                 if let Some(b) = ring.sealed.pop_front() {
                     self.held -= b.memory();
+                    ring.sealed_bytes -= b.memory();
                 }
             }
         }
         while self.held > self.budget {
-            let oldest = self
+            // The oldest block of the channel that holds the most.
+            let largest = self
                 .channels
                 .iter()
-                .filter_map(|(ch, r)| r.sealed.front().map(|b| (b.start, *ch)))
-                .min();
-            let Some((_, ch)) = oldest else {
+                .filter(|(_, r)| !r.sealed.is_empty())
+                .max_by_key(|(_, r)| r.sealed_bytes)
+                .map(|(ch, _)| *ch);
+            let Some(ch) = largest else {
                 break;
             };
-            if let Some(b) = self
-                .channels
-                .get_mut(&ch)
-                .and_then(|r| r.sealed.pop_front())
-            {
-                self.held -= b.memory();
-                self.evicted_early += 1;
+            if let Some(r) = self.channels.get_mut(&ch) {
+                if let Some(b) = r.sealed.pop_front() {
+                    self.held -= b.memory();
+                    r.sealed_bytes -= b.memory();
+                    self.evicted_early += 1;
+                }
             }
         }
     }
@@ -274,6 +281,8 @@ impl Ring {
 
     /// The status figures.
     pub(crate) fn stats(&self) -> RingStats {
+        // The channel with the shortest pre-roll decides what every clip
+        // can count on.
         let oldest = self
             .channels
             .values()
@@ -283,7 +292,7 @@ impl Ring {
                     .map(|b| b.start)
                     .or((!r.open.is_empty()).then_some(r.open_start))
             })
-            .min();
+            .max();
         RingStats {
             held_bytes: self.held,
             budget_bytes: self.budget,
@@ -407,6 +416,36 @@ mod tests {
         assert!(s.held_bytes <= 1 << 20, "{s:?}");
         assert!(s.evicted_early > 0);
         assert!(s.covered_ns < 10_000 * MS && s.covered_ns > 0, "{s:?}");
+    }
+
+    #[test]
+    fn a_flooding_channel_loses_its_own_pre_roll_not_a_quiet_ones() {
+        // 2 s asked, 4 MiB: a 1 kHz channel of 48 B fits many times, a
+        // 100 Hz channel of 100 KB random bytes (10 MB/s) does not.
+        let mut ring = Ring::new(2_000 * MS, 4 << 20);
+        let mut x = 0x9e37_79b9_u32;
+        for t in 0..5_000u64 {
+            ring.push(&msg(1, t as u32, t, false, 48));
+            if t % 10 == 0 {
+                let mut m = msg(2, (t / 10) as u32, t, false, 0);
+                m.payload = (0..100_000)
+                    .map(|_| {
+                        x ^= x << 13;
+                        x ^= x >> 17;
+                        x ^= x << 5;
+                        x as u8
+                    })
+                    .collect();
+                ring.push(&m);
+            }
+        }
+        let (quiet, _) = ring.since(1, 0);
+        assert!(quiet[0].log_time <= 2_999 * MS, "{}", quiet[0].log_time);
+        let (flood, _) = ring.since(2, 0);
+        assert!(flood[0].log_time > 3_500 * MS, "{}", flood[0].log_time);
+        let s = ring.stats();
+        assert!(s.held_bytes <= 4 << 20);
+        assert!(s.covered_ns < 1_500 * MS, "{s:?}");
     }
 
     #[test]

@@ -170,11 +170,12 @@ impl EventsStage {
             let done = open.as_ref().is_some_and(|o| {
                 o.holding.is_empty()
                     && (now > o.end_max.saturating_add(CLIP_GRACE)
-                        || o.clip.channels().all(|ch| {
-                            last_seen.get(&ch).is_none_or(|(t, when): &(u64, Instant)| {
-                                *t > o.end_max || when.elapsed() > QUIET
-                            })
-                        }))
+                        || (now >= o.end_max
+                            && o.clip.channels().all(|ch| {
+                                last_seen.get(&ch).is_none_or(|(t, when): &(u64, Instant)| {
+                                    *t > o.end_max || when.elapsed() > QUIET
+                                })
+                            })))
             });
             if done {
                 if let Some(o) = open.take() {
