@@ -992,3 +992,48 @@ fn a_misspelt_field_in_when_is_a_config_error_at_its_column() {
     assert!(err.contains("voltge"), "{err}");
     assert!(s.clips().is_empty());
 }
+
+/// `health = ["source-restarting"]`: a synthetic source that panics after
+/// 2 s of running is restarted by its supervisor; the health side shows
+/// it restarting, and the rule makes a clip whose reason names it.
+#[test]
+fn a_health_condition_makes_a_clip_when_it_begins() {
+    if edgerec_testkit::skip_if_cannot_exec(BIN) {
+        return;
+    }
+    let _one = serial();
+    let s = Setup::new(
+        "mode = \"triggered\"",
+        "[sources]\nrestart_backoff_min = \"1s\"\n\n\
+         [triggers]\npre = \"1s\"\npost = \"1s\"\n\n\
+         [[sources.synthetic]]\ntopic = \"/imu\"\ntype = \"sensor_msgs/msg/Imu\"\nrate = 100\n\n\
+         [[sources.synthetic]]\ntopic = \"/faulty\"\ntype = \"sensor_msgs/msg/Imu\"\nrate = 10\n\
+         fault = \"panic-every:2s\"\n\n\
+         [[trigger]]\nname = \"restart\"\nhealth = [\"source-restarting\"]\ncooldown = \"1min\"\n",
+    );
+    let child = s.spawn(40);
+    s.wait_started();
+    let done = s.wait_for_clips(1, Duration::from_secs(20));
+    let report = s.stop(child);
+    assert!(done, "no clip in 20 s\n{}", s.log());
+    let src = report["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["name"] == "synthetic /faulty")
+        .cloned()
+        .unwrap();
+    assert!(src["restarts"].as_u64().unwrap() >= 1, "{src}");
+    // One clip: the cooldown holds the restarts after the first.
+    let clips = s.clips();
+    assert_eq!(clips.len(), 1, "{clips:?}");
+    check(&clips[0]);
+    let rb = read_clip(&clips[0]);
+    let ev = meta(&rb, "edgerec.event");
+    assert_eq!(ev["rule"], "restart");
+    assert_eq!(
+        ev["reason"], "health: source synthetic /faulty restarting",
+        "{ev:?}"
+    );
+    assert!(!on(&rb, "/imu").is_empty());
+}

@@ -526,3 +526,66 @@ fn a_full_disk_deletes_segments_before_the_clip() {
         imu.len(),
     );
 }
+
+/// `every`: a periodic sample makes one clip per period, each `pre` and
+/// `post` around its instant, named after the rule.
+#[test]
+fn a_periodic_sample_makes_a_clip_each_period() {
+    let dir = tempfile::tempdir().unwrap();
+    let rule = RulePlan {
+        name: "sample".into(),
+        topic: String::new(),
+        every_ns: Some(1_000 * MS),
+        when: located(""),
+        hold_for_ns: 0,
+        pre_ns: 200 * MS,
+        post_ns: 200 * MS,
+        cooldown_ns: 0,
+        topics: vec!["/imu".into()],
+    };
+    let sources: Vec<Box<dyn Source>> = vec![Box::new(Counter {
+        topic: "/imu",
+        period: Duration::from_millis(1),
+        size: 64,
+        video: false,
+    })];
+    let rec = Recorder::start(
+        options(dir.path(), vec![rule]),
+        sources,
+        Arc::new(SystemClock),
+    )
+    .unwrap();
+    // Samples at 1, 2 and 3 s; the third clip is not finished by 3.1 s.
+    std::thread::sleep(Duration::from_millis(3_100));
+    let report = rec.stop().unwrap();
+    assert_eq!(report.status.drops(), 0);
+    let clips = clips(dir.path());
+    assert!((2..=3).contains(&clips.len()), "{clips:?}");
+    let mut previous = None;
+    for c in &clips[..2] {
+        assert!(c
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("sample_"));
+        let rb = edgerec_testkit::mcap_readback(&clip_file(c)).unwrap();
+        let event = &rb.metadata["edgerec.event"];
+        assert_eq!(event["rule"], "sample");
+        assert_eq!(event["reason"], "every 1 s");
+        let at: u64 = event["trigger_time_ns"].parse().unwrap();
+        if let Some(p) = previous {
+            let apart: u64 = at - p;
+            assert!(apart.abs_diff(1_000 * MS) < 100 * MS, "{apart} ns apart");
+        }
+        previous = Some(at);
+        let imu: Vec<_> = rb.messages.iter().filter(|m| m.topic == "/imu").collect();
+        assert!(
+            (350..=401).contains(&imu.len()),
+            "{} IMU messages",
+            imu.len()
+        );
+        assert!(imu
+            .iter()
+            .all(|m| m.log_time + 200 * MS >= at && m.log_time <= at + 200 * MS));
+    }
+}
