@@ -191,7 +191,22 @@ fn main() -> ExitCode {
                 #[cfg(feature = "camera")]
                 edgerec_camera::figures::annotate(&mut i);
                 print!("{i}");
-                ExitCode::SUCCESS
+                // A file it could not read is an error, after the listing
+                // (which still says what the rest holds).
+                let broken = i
+                    .files
+                    .iter()
+                    .filter(|f| matches!(f.state, info::FileState::Broken(_)))
+                    .count();
+                if broken == 0 {
+                    ExitCode::SUCCESS
+                } else {
+                    eprintln!(
+                        "edgerec info: {broken} file(s) of {} unreadable (see UNREADABLE above; `edgerec check` names the first problem, `edgerec recover` rescues an unfinished MCAP file)",
+                        path.display()
+                    );
+                    ExitCode::from(1)
+                }
             }
             Err(e) => {
                 eprintln!("edgerec info: {}: {e}", path.display());
@@ -266,11 +281,12 @@ fn check(path: &Path) -> ExitCode {
             for r in results {
                 match r.result {
                     Ok(rep) => println!(
-                        "OK      {}: {} messages in {} chunks, {} channels, every CRC verified",
+                        "OK      {}: {} messages in {} chunks, {} channels, {}",
                         r.path.display(),
                         rep.messages,
                         rep.chunks,
-                        rep.channels
+                        rep.channels,
+                        checked_note(&rep)
                     ),
                     Err(e) => {
                         ok = false;
@@ -289,6 +305,22 @@ fn check(path: &Path) -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// What `check` could not verify in a valid file: CRCs its writer left
+/// out and chunks it did not index (both optional in the spec).
+fn checked_note(rep: &edgerec_format::reader::CheckReport) -> String {
+    let mut note = match rep.crcs_absent {
+        0 => "every CRC verified".to_owned(),
+        n => format!("{n} CRC(s) absent (the writer left them 0; those parts are not verified)"),
+    };
+    if rep.unindexed_chunks > 0 {
+        note.push_str(&format!(
+            ", {} chunk(s) without message indexes",
+            rep.unindexed_chunks
+        ));
+    }
+    note
 }
 
 fn status_cmd(config: &Path, socket: Option<&Path>, json: bool) -> ExitCode {

@@ -385,3 +385,60 @@ fn check_of_the_fuzz_finds_says_invalid_and_exits_1() {
         );
     }
 }
+
+/// A file `info` cannot read is listed as UNREADABLE and makes the exit
+/// status 1 (it was 0); a valid file written without CRCs says so in
+/// `check` instead of claiming every CRC verified.
+#[test]
+fn info_of_an_unreadable_file_exits_1_and_check_names_absent_crcs() {
+    if edgerec_testkit::skip_if_cannot_exec(BIN) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let bag = dir.path().join("old.bag");
+    std::fs::write(&bag, b"#ROSBAG V2.0\nnot an MCAP file at all").unwrap();
+    let o = edgerec(&["info", bag.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stdout).contains("UNREADABLE"),
+        "{}",
+        text(&o)
+    );
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("1 file(s)"),
+        "{}",
+        text(&o)
+    );
+
+    let f = dir.path().join("no-crc.mcap");
+    let file = std::fs::File::create(&f).unwrap();
+    let mut w = mcap::WriteOptions::new()
+        .profile("ros2")
+        .calculate_chunk_crcs(false)
+        .calculate_data_section_crc(false)
+        .calculate_summary_section_crc(false)
+        .create(std::io::BufWriter::new(file))
+        .unwrap();
+    let schema = w
+        .add_schema("std_msgs/msg/String", "ros2msg", b"string data")
+        .unwrap();
+    let ch = w
+        .add_channel(schema, "/s", "cdr", &Default::default())
+        .unwrap();
+    let header = mcap::records::MessageHeader {
+        channel_id: ch,
+        sequence: 0,
+        log_time: 1,
+        publish_time: 1,
+    };
+    w.write_to_known_channel(&header, &[0, 1, 0, 0, 1, 0, 0, 0, 0])
+        .unwrap();
+    w.finish().unwrap();
+    drop(w);
+    let o = edgerec(&["check", f.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("3 CRC(s) absent"), "{out}");
+    let o = edgerec(&["info", f.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", text(&o));
+}

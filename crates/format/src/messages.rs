@@ -46,7 +46,12 @@ where
     let mut chunks: Vec<_> = summary
         .chunk_indexes
         .iter()
-        .filter(|c| c.message_index_offsets.keys().any(|k| channels.contains(k)))
+        .filter(|c| {
+            // A chunk without message indexes (optional in the spec) may
+            // hold any channel.
+            c.message_index_offsets.is_empty()
+                || c.message_index_offsets.keys().any(|k| channels.contains(k))
+        })
         .collect();
     chunks.sort_by_key(|c| c.chunk_start_offset);
     let mut buf = Vec::new();

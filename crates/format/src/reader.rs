@@ -265,8 +265,33 @@ fn read_exact_at(f: &mut File, offset: u64, len: usize) -> Result<Vec<u8>, Forma
     Ok(v)
 }
 
-/// Reads the header, footer and summary section of a closed file.
+/// Reads the header, footer and summary section of a closed file. The
+/// spec makes every part of the summary optional: where it lacks
+/// statistics, or a channel or schema its messages use, the data section
+/// is read once to fill them in (a file written without a summary, or
+/// with `use_statistics=False`, as Python `mcap` can).
 pub fn read_summary(path: &Path) -> Result<FileSummary, FormatError> {
+    let mut out = read_summary_section(path)?;
+    let complete = out.statistics.as_ref().is_some_and(|st| {
+        st.channel_message_counts.keys().all(|id| {
+            out.channels
+                .get(id)
+                .is_some_and(|c| c.schema_id == 0 || out.schemas.contains_key(&c.schema_id))
+        }) && (st.message_count == 0 || !st.channel_message_counts.is_empty())
+    });
+    if !complete {
+        let rep = check_file(path)?;
+        out.statistics = Some(rep.statistics());
+        out.schemas.extend(rep.schema_table);
+        out.channels.extend(rep.channel_table);
+        if out.chunk_indexes.is_empty() {
+            out.chunk_indexes = rep.chunk_table;
+        }
+    }
+    Ok(out)
+}
+
+fn read_summary_section(path: &Path) -> Result<FileSummary, FormatError> {
     let mut f = File::open(path)?;
     let file_len = f.metadata()?.len();
     let min = (MAGIC.len() * 2 + records::FOOTER_RECORD_LEN) as u64;
@@ -391,6 +416,36 @@ pub struct CheckReport {
     pub end_time: u64,
     /// Whether the file had a summary section.
     pub has_summary: bool,
+    /// CRC fields the writer left 0 (not computed; the spec allows it):
+    /// chunks, the data section and the summary. Those parts were not
+    /// verified.
+    pub crcs_absent: u64,
+    /// Chunks followed by no message index (the spec makes them optional).
+    pub unindexed_chunks: u64,
+    /// The schemas of the data section, by id.
+    pub schema_table: BTreeMap<u16, Schema>,
+    /// The channels of the data section, by id.
+    pub channel_table: BTreeMap<u16, Channel>,
+    /// An index entry for every chunk of the data section, as a summary
+    /// would have it.
+    pub chunk_table: Vec<ChunkIndex>,
+}
+
+impl CheckReport {
+    /// Statistics as the data section has them, for files whose summary
+    /// has none.
+    pub fn statistics(&self) -> Statistics {
+        Statistics {
+            message_count: self.messages,
+            schema_count: self.schemas.try_into().unwrap_or(u16::MAX),
+            channel_count: self.channels.try_into().unwrap_or(u32::MAX),
+            chunk_count: self.chunks.try_into().unwrap_or(u32::MAX),
+            message_start_time: self.start_time,
+            message_end_time: self.end_time,
+            channel_message_counts: self.channel_messages.clone(),
+            ..Default::default()
+        }
+    }
 }
 
 fn corrupt(offset: u64, what: impl Into<String>) -> FormatError {
@@ -423,8 +478,9 @@ pub fn check_file(path: &Path) -> Result<CheckReport, FormatError> {
     let mut metadata_offsets: BTreeSet<u64> = BTreeSet::new();
     let mut first = true;
     // The message index records expected right after the last chunk:
-    // channel -> entries, from the decompressed chunk.
-    let mut pending_index: Option<(u64, ChannelEntries)> = None;
+    // channel -> entries, from the decompressed chunk, and whether any
+    // message index followed it yet.
+    let mut pending_index: Option<(u64, ChannelEntries, bool)> = None;
     let remaining = |pos: u64| file_len.saturating_sub(pos);
 
     let data_end_offset;
@@ -449,8 +505,14 @@ pub fn check_file(path: &Path) -> Result<CheckReport, FormatError> {
             continue;
         }
         if rec.opcode != op::MESSAGE_INDEX {
-            if let Some((chunk_off, expected)) = pending_index.take() {
-                if !expected.is_empty() {
+            // Message indexes are optional (the spec's writers may leave
+            // them out: Python `mcap` with `IndexType.NONE`); a chunk
+            // followed by none is unindexed, one followed by some must
+            // index every channel it holds.
+            if let Some((chunk_off, expected, indexed)) = pending_index.take() {
+                if !indexed {
+                    rep.unindexed_chunks += 1;
+                } else if !expected.is_empty() {
                     return Err(corrupt(
                         chunk_off,
                         format!(
@@ -495,6 +557,9 @@ pub fn check_file(path: &Path) -> Result<CheckReport, FormatError> {
                 let c = records::parse_chunk(&rec.body)
                     .map_err(|e| corrupt(rec.offset, e.to_string()))?;
                 let raw = decompress_chunk(&c, rec.offset)?;
+                if c.uncompressed_crc == 0 {
+                    rep.crcs_absent += 1;
+                }
                 let mut expected: BTreeMap<u16, Vec<(u64, u64)>> = BTreeMap::new();
                 let (mut lo, mut hi) = (u64::MAX, 0u64);
                 for inner in records::RecordIter::new(&raw, 0) {
@@ -564,14 +629,15 @@ pub fn check_file(path: &Path) -> Result<CheckReport, FormatError> {
                     ..Default::default()
                 });
                 rep.chunks += 1;
-                pending_index = Some((rec.offset, expected));
+                pending_index = Some((rec.offset, expected, false));
             }
             op::MESSAGE_INDEX => {
                 let (ch, mut entries) = records::parse_message_index(&rec.body)
                     .map_err(|e| corrupt(rec.offset, e.to_string()))?;
-                let Some((chunk_off, expected)) = pending_index.as_mut() else {
+                let Some((chunk_off, expected, indexed)) = pending_index.as_mut() else {
                     return Err(corrupt(rec.offset, "MessageIndex not following a chunk"));
                 };
+                *indexed = true;
                 let mut want = expected.remove(&ch).unwrap_or_default();
                 entries.sort_unstable();
                 want.sort_unstable();
@@ -598,6 +664,9 @@ pub fn check_file(path: &Path) -> Result<CheckReport, FormatError> {
                     .u32("data_end.crc")
                     .map_err(|e| corrupt(rec.offset, e.to_string()))?;
                 data_end_offset = rec.offset;
+                if data_crc_saved == 0 {
+                    rep.crcs_absent += 1;
+                }
                 if data_crc_saved != 0 && data_crc_saved != crc_before {
                     return Err(FormatError::BadCrc {
                         offset: rec.offset,
@@ -627,6 +696,9 @@ pub fn check_file(path: &Path) -> Result<CheckReport, FormatError> {
     let _ = data_end_offset;
     rep.schemas = schemas.len() as u64;
     rep.channels = channels.len() as u64;
+    if pending_index.is_some_and(|(_, _, indexed)| !indexed) {
+        rep.unindexed_chunks += 1;
+    }
 
     // Summary section and footer.
     let summary_pos = rr.position();
@@ -666,6 +738,9 @@ pub fn check_file(path: &Path) -> Result<CheckReport, FormatError> {
             ),
         ));
     }
+    if summary_crc == 0 && summary_start != 0 {
+        rep.crcs_absent += 1;
+    }
     if summary_crc != 0 {
         let mut h = crc32fast::Hasher::new();
         for rec in &summary_records {
@@ -695,6 +770,9 @@ pub fn check_file(path: &Path) -> Result<CheckReport, FormatError> {
         &channels,
         &metadata_offsets,
     )?;
+    rep.schema_table = schemas;
+    rep.channel_table = channels;
+    rep.chunk_table = chunks;
     Ok(rep)
 }
 
@@ -797,11 +875,14 @@ fn check_summary(
                 let len = c
                     .u64("summary_offset.group_length")
                     .map_err(|e| corrupt(at, e.to_string()))?;
-                let group_ok = recs
-                    .iter()
-                    .filter(|r| r.offset >= start && r.offset < start.saturating_add(len))
-                    .all(|r| r.opcode == opcode)
-                    && recs.iter().any(|r| r.offset == start && r.opcode == opcode);
+                // An empty group (length 0) is allowed: Python `mcap`
+                // writes one for index kinds it has no records of.
+                let group_ok = len == 0
+                    || recs
+                        .iter()
+                        .filter(|r| r.offset >= start && r.offset < start.saturating_add(len))
+                        .all(|r| r.opcode == opcode)
+                        && recs.iter().any(|r| r.offset == start && r.opcode == opcode);
                 if !group_ok {
                     return Err(corrupt(at, format!("summary offset for opcode 0x{opcode:02x} does not point at a group of such records")));
                 }
@@ -815,7 +896,9 @@ fn check_summary(
             "footer names a summary offset section that is empty",
         ));
     }
-    if !summary_chunks.is_empty() || !recs.is_empty() {
+    // Chunk indexes are optional too; when the summary has any, they
+    // must cover every chunk.
+    if !summary_chunks.is_empty() {
         if summary_chunks.len() != chunks.len() {
             return Err(corrupt(
                 0,
