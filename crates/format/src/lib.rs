@@ -7,7 +7,8 @@
 //! bounded memory. [`msgtype`] parses a channel's `ros2msg` schema into
 //! types and [`cdr_read`] reads single fields of its CDR messages by path;
 //! [`cdr_decode`] and [`ros1_decode`] decode whole ROS 2 and ROS 1 messages
-//! into one [`value::MsgValue`] tree.
+//! into one [`value::MsgValue`] tree, which [`print`] writes as JSON lines
+//! or CSV columns.
 //!
 //! ```
 //! use edgerec_format::chunk::{ChunkBuilder, ChunkCompressor, Compression};
@@ -39,6 +40,7 @@ pub mod info;
 pub mod messages;
 pub mod msgdefs;
 pub mod msgtype;
+pub mod print;
 pub mod reader;
 pub mod records;
 pub mod recover;

@@ -1,7 +1,7 @@
 //! Values read from messages: one scalar ([`Value`], what
 //! [`crate::cdr_read`] reads by path) and a whole message as a tree
 //! ([`MsgValue`]), the same for ROS 2 CDR ([`crate::cdr_decode`]) and ROS 1
-//! ([`crate::ros1_decode`]) payloads, so one printer
+//! ([`crate::ros1_decode`]) payloads, so one printer ([`crate::print`])
 //! serves both. Strings and byte arrays borrow the payload, and member
 //! names the [`crate::msgtype::TypeTable`], where they can;
 //! [`MsgValue::into_owned`] cuts both ties. Arrays of unsigned octets
