@@ -7,7 +7,7 @@
 //! bounded memory. [`msgtype`] parses a channel's `ros2msg` schema into
 //! types and [`cdr_read`] reads single fields of its CDR messages by path;
 //! [`cdr_decode`] and [`ros1_decode`] decode whole ROS 2 and ROS 1 messages
-//! into one [`value::MsgValue`] tree, which [`print`] writes as JSON lines
+//! into one [`value::MsgValue`] tree, which [`mod@print`] writes as JSON lines
 //! or CSV columns.
 //!
 //! ```
