@@ -32,118 +32,13 @@
 //! assert_eq!(path.read(&imu).unwrap(), Value::Float(9.81));
 //! ```
 
-use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
 use crate::msgtype::{Arity, FieldKind, FieldType, Primitive, TypeId, TypeTable};
-
-/// One value read from a payload; strings borrow from it when they are
-/// valid UTF-8.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Value<'a> {
-    /// `bool`.
-    Bool(bool),
-    /// `int8` .. `int64`.
-    Int(i64),
-    /// `byte`, `char`, `uint8` .. `uint64`.
-    UInt(u64),
-    /// `float32` (widened) and `float64`.
-    Float(f64),
-    /// `string`, without its NUL.
-    Str(Cow<'a, str>),
-}
-
-impl Value<'_> {
-    /// The kind of value.
-    pub fn kind(&self) -> ValueKind {
-        match self {
-            Value::Bool(_) => ValueKind::Bool,
-            Value::Int(_) => ValueKind::Int,
-            Value::UInt(_) => ValueKind::UInt,
-            Value::Float(_) => ValueKind::Float,
-            Value::Str(_) => ValueKind::Str,
-        }
-    }
-
-    /// The value, no longer borrowing the payload.
-    pub fn into_owned(self) -> Value<'static> {
-        match self {
-            Value::Bool(b) => Value::Bool(b),
-            Value::Int(i) => Value::Int(i),
-            Value::UInt(u) => Value::UInt(u),
-            Value::Float(f) => Value::Float(f),
-            Value::Str(s) => Value::Str(Cow::Owned(s.into_owned())),
-        }
-    }
-}
-
-impl fmt::Display for Value<'_> {
-    /// Numbers and booleans as Rust prints them; strings quoted and escaped
-    /// (`"a\"b"`), so a value in event metadata reads back unambiguously.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Value::Bool(b) => write!(f, "{b}"),
-            Value::Int(i) => write!(f, "{i}"),
-            Value::UInt(u) => write!(f, "{u}"),
-            Value::Float(x) => write!(f, "{x}"),
-            Value::Str(s) => write!(f, "{s:?}"),
-        }
-    }
-}
-
-/// What kind of [`Value`] a field reads as.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ValueKind {
-    /// [`Value::Bool`].
-    Bool,
-    /// [`Value::Int`].
-    Int,
-    /// [`Value::UInt`].
-    UInt,
-    /// [`Value::Float`].
-    Float,
-    /// [`Value::Str`].
-    Str,
-}
-
-impl ValueKind {
-    /// The kind a primitive reads as; `None` for `wstring`.
-    pub fn of(p: Primitive) -> Option<ValueKind> {
-        Some(match p {
-            Primitive::Bool => ValueKind::Bool,
-            Primitive::Int8 | Primitive::Int16 | Primitive::Int32 | Primitive::Int64 => {
-                ValueKind::Int
-            }
-            Primitive::Byte
-            | Primitive::Char
-            | Primitive::UInt8
-            | Primitive::UInt16
-            | Primitive::UInt32
-            | Primitive::UInt64 => ValueKind::UInt,
-            Primitive::Float32 | Primitive::Float64 => ValueKind::Float,
-            Primitive::String => ValueKind::Str,
-            Primitive::WString => return None,
-        })
-    }
-
-    /// Whether values of this kind are numbers.
-    pub fn is_number(self) -> bool {
-        matches!(self, ValueKind::Int | ValueKind::UInt | ValueKind::Float)
-    }
-}
-
-impl fmt::Display for ValueKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            ValueKind::Bool => "boolean",
-            ValueKind::Int => "signed integer",
-            ValueKind::UInt => "unsigned integer",
-            ValueKind::Float => "floating-point",
-            ValueKind::Str => "string",
-        })
-    }
-}
+pub use crate::value::{Value, ValueKind};
+pub use crate::wire::ReadError;
+use crate::wire::WireCursor;
 
 /// Why a path does not name a readable field of a type.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -220,66 +115,6 @@ pub enum PathErrorKind {
         /// The field.
         field: String,
     },
-}
-
-/// Why a value could not be read from a payload. Offsets count from the
-/// payload's first byte, the encapsulation header included.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ReadError {
-    /// Shorter than the encapsulation header.
-    #[error("a {len}-byte payload has no 4-byte encapsulation header")]
-    NoHeader {
-        /// The payload length.
-        len: usize,
-    },
-    /// An encapsulation other than plain CDR.
-    #[error("encapsulation {0:#06x} is not plain CDR (0x0000 big endian, 0x0001 little endian)")]
-    Encapsulation(u16),
-    /// The payload ends before a field does.
-    #[error("the {len}-byte payload ends before the {need} bytes at byte {offset}")]
-    Truncated {
-        /// Where the field (or its padding) starts.
-        offset: usize,
-        /// The bytes it needs.
-        need: usize,
-        /// The payload length.
-        len: usize,
-    },
-    /// A sequence or string length that the rest of the payload cannot hold.
-    #[error("the count {count} at byte {offset} needs at least {min_size} bytes per element, more than the {left} bytes left")]
-    CountTooLarge {
-        /// Where the count is.
-        offset: usize,
-        /// The count read.
-        count: u32,
-        /// The fewest bytes one element takes.
-        min_size: usize,
-        /// The bytes after the count.
-        left: usize,
-    },
-    /// The path indexes past the end of a sequence this message holds:
-    /// well-formed, but the field is not there.
-    #[error("index {index} is past the end of a sequence of {len}")]
-    NotPresent {
-        /// The index of the path.
-        index: u32,
-        /// The sequence's length in this message.
-        len: u32,
-    },
-    /// A `wstring` in the way (only for a path resolved against another table).
-    #[error("a wstring at byte {offset} cannot be skipped")]
-    WString {
-        /// Where it is.
-        offset: usize,
-    },
-}
-
-impl ReadError {
-    /// Whether the payload is broken, as opposed to well-formed without the
-    /// field ([`ReadError::NotPresent`]).
-    pub fn is_malformed(&self) -> bool {
-        !matches!(self, ReadError::NotPresent { .. })
-    }
 }
 
 /// One move from the start of a message towards the field.
@@ -476,7 +311,7 @@ impl FieldPath {
 
     /// Reads the field from one CDR payload (encapsulation header first).
     pub fn read<'a>(&self, payload: &'a [u8]) -> Result<Value<'a>, ReadError> {
-        let mut cur = Cursor::new(payload)?;
+        let mut cur = WireCursor::cdr(payload)?;
         for step in &self.steps {
             match *step {
                 Step::Field { ty, index } => {
@@ -519,16 +354,16 @@ fn char_offset(text: &str, byte: usize) -> usize {
 }
 
 /// One `name` or `name[N]` of a path, with byte offsets.
-struct Part<'a> {
-    name: &'a str,
-    at: usize,
+pub(crate) struct Part<'a> {
+    pub(crate) name: &'a str,
+    pub(crate) at: usize,
     /// `N`.
-    index: Option<u64>,
+    pub(crate) index: Option<u64>,
     /// Offset of the `[`, or of the end of the name when there is none.
-    index_at: usize,
+    pub(crate) index_at: usize,
 }
 
-fn split_path(path: &str) -> Result<Vec<Part<'_>>, PathError> {
+pub(crate) fn split_path(path: &str) -> Result<Vec<Part<'_>>, PathError> {
     let syntax = |at: usize, what| PathError {
         offset: char_offset(path, at),
         kind: PathErrorKind::Syntax(what),
@@ -575,181 +410,5 @@ fn split_path(path: &str) -> Result<Vec<Part<'_>>, PathError> {
             Some('.') => at = end + 1,
             Some(_) => return Err(syntax(end, "expected `.` or the end of the path")),
         }
-    }
-}
-
-/// A read position in a payload's CDR body.
-struct Cursor<'a> {
-    /// The payload after the encapsulation header, where alignment counts from.
-    body: &'a [u8],
-    pos: usize,
-    big_endian: bool,
-}
-
-/// The encapsulation header's length; error offsets add it back.
-const HEADER: usize = 4;
-
-impl<'a> Cursor<'a> {
-    fn new(payload: &'a [u8]) -> Result<Self, ReadError> {
-        let (Some(header), Some(body)) = (payload.get(..HEADER), payload.get(HEADER..)) else {
-            return Err(ReadError::NoHeader { len: payload.len() });
-        };
-        let big_endian = match u16::from_be_bytes([header[0], header[1]]) {
-            0x0000 => true,
-            0x0001 => false,
-            other => return Err(ReadError::Encapsulation(other)),
-        };
-        Ok(Cursor {
-            body,
-            pos: 0,
-            big_endian,
-        })
-    }
-
-    fn truncated(&self, need: usize) -> ReadError {
-        ReadError::Truncated {
-            offset: self.pos + HEADER,
-            need,
-            len: self.body.len() + HEADER,
-        }
-    }
-
-    /// Moves past the padding before a value of alignment `n`.
-    fn align(&mut self, n: usize) -> Result<(), ReadError> {
-        let aligned = self.pos.next_multiple_of(n);
-        if aligned > self.body.len() {
-            return Err(self.truncated(aligned - self.pos));
-        }
-        self.pos = aligned;
-        Ok(())
-    }
-
-    fn take(&mut self, n: usize) -> Result<&'a [u8], ReadError> {
-        let end = self
-            .pos
-            .checked_add(n)
-            .filter(|&e| e <= self.body.len())
-            .ok_or_else(|| self.truncated(n))?;
-        let bytes = &self.body[self.pos..end];
-        self.pos = end;
-        Ok(bytes)
-    }
-
-    fn array<const N: usize>(&mut self) -> Result<[u8; N], ReadError> {
-        self.align(N)?;
-        let mut out = [0u8; N];
-        out.copy_from_slice(self.take(N)?);
-        if self.big_endian {
-            out.reverse();
-        }
-        // Little-endian from here on.
-        Ok(out)
-    }
-
-    fn u32(&mut self) -> Result<u32, ReadError> {
-        self.array::<4>().map(u32::from_le_bytes)
-    }
-
-    /// A sequence count, checked against what the rest of the payload can
-    /// hold of elements of `kind`.
-    fn count(&mut self, types: &TypeTable, kind: FieldKind) -> Result<u32, ReadError> {
-        let count = self.u32()?;
-        let offset = self.pos - 4 + HEADER;
-        let min_size = types.min_size(kind);
-        let left = self.body.len() - self.pos;
-        if (count as usize).saturating_mul(min_size) > left {
-            return Err(ReadError::CountTooLarge {
-                offset,
-                count,
-                min_size,
-                left,
-            });
-        }
-        Ok(count)
-    }
-
-    fn string_bytes(&mut self) -> Result<&'a [u8], ReadError> {
-        let len = self.u32()?;
-        let left = self.body.len() - self.pos;
-        if len as usize > left {
-            return Err(ReadError::CountTooLarge {
-                offset: self.pos - 4 + HEADER,
-                count: len,
-                min_size: 1,
-                left,
-            });
-        }
-        let bytes = self.take(len as usize)?;
-        Ok(bytes.strip_suffix(&[0]).unwrap_or(bytes))
-    }
-
-    fn skip_field(&mut self, types: &TypeTable, ty: FieldType) -> Result<(), ReadError> {
-        match ty.arity {
-            Arity::Single => self.skip_n(types, ty.kind, 1),
-            Arity::Fixed(n) => self.skip_n(types, ty.kind, n),
-            Arity::Bounded(_) | Arity::Unbounded => {
-                let n = self.count(types, ty.kind)?;
-                self.skip_n(types, ty.kind, n as usize)
-            }
-        }
-    }
-
-    /// Skips `n` consecutive elements. Every element takes at least one
-    /// byte, so the loops end within the payload's length.
-    fn skip_n(&mut self, types: &TypeTable, kind: FieldKind, n: usize) -> Result<(), ReadError> {
-        if n == 0 {
-            return Ok(());
-        }
-        match kind {
-            FieldKind::Primitive(Primitive::String) => {
-                for _ in 0..n {
-                    self.string_bytes()?;
-                }
-                Ok(())
-            }
-            FieldKind::Primitive(Primitive::WString) => Err(ReadError::WString {
-                offset: self.pos + HEADER,
-            }),
-            FieldKind::Primitive(p) => {
-                let size = p.size().unwrap_or(1);
-                self.align(size)?;
-                let total = n
-                    .checked_mul(size)
-                    .ok_or_else(|| self.truncated(usize::MAX))?;
-                self.take(total).map(|_| ())
-            }
-            FieldKind::Message(id) => {
-                for _ in 0..n {
-                    for f in types.message(id).fields() {
-                        self.skip_field(types, f.ty())?;
-                    }
-                }
-                Ok(())
-            }
-        }
-    }
-
-    fn read(&mut self, p: Primitive) -> Result<Value<'a>, ReadError> {
-        Ok(match p {
-            Primitive::Bool => Value::Bool(self.array::<1>()?[0] != 0),
-            Primitive::Byte | Primitive::Char | Primitive::UInt8 => {
-                Value::UInt(u64::from(self.array::<1>()?[0]))
-            }
-            Primitive::Int8 => Value::Int(i64::from(i8::from_le_bytes(self.array()?))),
-            Primitive::Int16 => Value::Int(i64::from(i16::from_le_bytes(self.array()?))),
-            Primitive::UInt16 => Value::UInt(u64::from(u16::from_le_bytes(self.array()?))),
-            Primitive::Int32 => Value::Int(i64::from(i32::from_le_bytes(self.array()?))),
-            Primitive::UInt32 => Value::UInt(u64::from(u32::from_le_bytes(self.array()?))),
-            Primitive::Int64 => Value::Int(i64::from_le_bytes(self.array()?)),
-            Primitive::UInt64 => Value::UInt(u64::from_le_bytes(self.array()?)),
-            Primitive::Float32 => Value::Float(f64::from(f32::from_le_bytes(self.array()?))),
-            Primitive::Float64 => Value::Float(f64::from_le_bytes(self.array()?)),
-            Primitive::String => Value::Str(String::from_utf8_lossy(self.string_bytes()?)),
-            Primitive::WString => {
-                return Err(ReadError::WString {
-                    offset: self.pos + HEADER,
-                })
-            }
-        })
     }
 }

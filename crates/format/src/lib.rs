@@ -5,7 +5,10 @@
 //! frames a file over any [`std::io::Write`], [`chunk`] builds and seals
 //! chunks on whichever thread calls it, and [`reader`] verifies files with
 //! bounded memory. [`msgtype`] parses a channel's `ros2msg` schema into
-//! types and [`cdr_read`] reads single fields of its CDR messages by path.
+//! types and [`cdr_read`] reads single fields of its CDR messages by path;
+//! [`cdr_decode`] and [`ros1_decode`] decode whole ROS 2 and ROS 1 messages
+//! into one [`value::MsgValue`] tree, which [`mod@print`] writes as JSON lines
+//! or CSV columns.
 //!
 //! ```
 //! use edgerec_format::chunk::{ChunkBuilder, ChunkCompressor, Compression};
@@ -29,15 +32,21 @@
 
 pub mod bag;
 pub mod cdr;
+pub mod cdr_decode;
 pub mod cdr_read;
 pub mod chunk;
+pub mod decode;
 pub mod info;
 pub mod messages;
 pub mod msgdefs;
 pub mod msgtype;
+pub mod print;
 pub mod reader;
 pub mod records;
 pub mod recover;
+pub mod ros1_decode;
+pub mod value;
+pub mod wire;
 pub mod writer;
 
 /// Errors of reading and writing MCAP files.

@@ -9,7 +9,11 @@
 //! means `std_msgs/Header`, the ROS 1 names `time` and `duration` mean
 //! `builtin_interfaces/Time` and `Duration` (built in when the schema lacks
 //! them), and a type with no fields gets the one `uint8` member rosidl adds
-//! (`structure_needs_at_least_one_member`), as it is on the wire.
+//! (`structure_needs_at_least_one_member`), as it is on the wire. A ROS 1
+//! `message_definition` (same concatenated form) parses with
+//! [`Dialect::Ros1`], which keeps ROS 1's meaning of the names instead
+//! (see there). Types nest at most [`MAX_NESTING`] levels, so walks over a
+//! table, recursive or not, stay shallow whatever the schema text.
 //!
 //! ```
 //! use edgerec_format::{msgdefs, msgtype::{FieldKind, Primitive, TypeTable}};
@@ -23,14 +27,42 @@
 //! assert!(battery.field("voltge").is_none());
 //! ```
 
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 
 use crate::msgdefs::concat::{is_ros_name, split_type_name, SEPARATOR};
 
+/// The deepest nesting of message types a table accepts: real types nest a
+/// handful of levels (rosbag2 stops resolving at 50), and decoders recurse
+/// once per level.
+pub const MAX_NESTING: usize = 50;
+
+/// Which ROS generation's meaning a schema's names have. The grammar and the
+/// concatenated `MSG:` form are the same; the built-in names differ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Dialect {
+    /// ROS 2 (`ros2msg` schemas): types are named `pkg/msg/Type`, `byte` is
+    /// an unsigned octet, `time`/`duration` are `builtin_interfaces`' `Time`
+    /// and `Duration` (`int32 sec`, `uint32 nanosec`), and a type without
+    /// fields has rosidl's one-byte member.
+    #[default]
+    Ros2,
+    /// ROS 1 (`ros1msg` schemas, a bag connection's `message_definition`):
+    /// types are named `pkg/Type`; `byte` is `int8` and `char` is `uint8`
+    /// (the table holds them as [`Primitive::Int8`] and
+    /// [`Primitive::UInt8`]); `time` is a type named `time` with
+    /// `uint32 secs`, `uint32 nsecs` and `duration` one named `duration` with
+    /// `int32 secs`, `int32 nsecs`, as ROS 1 serialises them; there is no
+    /// `wstring`; a type without fields stays empty (nothing on the wire).
+    Ros1,
+}
+
 /// Why a schema did not parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum MsgTypeError {
-    /// A type name that is not `pkg/Type` or `pkg/msg/Type`.
+    /// A type name that is not `pkg/Type` or `pkg/msg/Type`. Type names in
+    /// the other variants are `pkg/msg/Type` ([`Dialect::Ros2`]) or
+    /// `pkg/Type` ([`Dialect::Ros1`]).
     #[error("`{0}` is not a message type name (pkg/Type or pkg/msg/Type)")]
     BadTypeName(String),
     /// A line of a section that is not a field, constant or comment.
@@ -72,6 +104,14 @@ pub enum MsgTypeError {
     /// Types that contain themselves (no CDR payload could end).
     #[error("types contain themselves: {}", .0.join(" -> "))]
     Cycle(Vec<String>),
+    /// Types nested deeper than [`MAX_NESTING`] levels.
+    #[error("{type_name} nests types {depth} levels deep, more than the {MAX_NESTING} accepted")]
+    TooDeep {
+        /// The outermost type of the too-deep chain.
+        type_name: String,
+        /// Its nesting depth (1 for a type of primitives only).
+        depth: usize,
+    },
 }
 
 /// A built-in field type of the `.msg` grammar.
@@ -111,8 +151,23 @@ pub enum Primitive {
 }
 
 impl Primitive {
-    /// The primitive a `.msg` type token names, if any.
+    /// The primitive a `.msg` type token names, if any, in ROS 2.
     pub fn from_name(name: &str) -> Option<Primitive> {
+        Primitive::from_name_in(name, Dialect::Ros2)
+    }
+
+    /// The primitive a `.msg` type token names in `dialect`: ROS 1's `byte`
+    /// is [`Primitive::Int8`] and its `char` [`Primitive::UInt8`], and ROS 1
+    /// has no `wstring`.
+    pub fn from_name_in(name: &str, dialect: Dialect) -> Option<Primitive> {
+        if dialect == Dialect::Ros1 {
+            match name {
+                "byte" => return Some(Primitive::Int8),
+                "char" => return Some(Primitive::UInt8),
+                "wstring" => return None,
+                _ => {}
+            }
+        }
         Some(match name {
             "bool" => Primitive::Bool,
             "byte" => Primitive::Byte,
@@ -274,9 +329,13 @@ impl MessageType {
 pub struct TypeTable {
     types: Vec<MessageType>,
     root: TypeId,
+    dialect: Dialect,
     /// [`TypeTable::min_size`] of each type, computed once: readers ask it
     /// for every sequence count they check.
     min_sizes: Vec<usize>,
+    /// Whether each type holds a `wstring`, computed once (a walk per
+    /// question is exponential in the nesting of a type used twice per level).
+    has_wstring: Vec<bool>,
 }
 
 /// The field rosidl adds to a message without fields, since IDL structs
@@ -287,9 +346,26 @@ const EMPTY_STRUCT_MEMBER: &str = "structure_needs_at_least_one_member";
 /// the ROS 1 way (`time`, `duration`) without a section of their own.
 const BUILTIN_TIME: &str = "int32 sec\nuint32 nanosec\n";
 
+/// ROS 1's built-in `time` and `duration`, as `(name, fields)`: two 32-bit
+/// halves, seconds then nanoseconds, unsigned for `time`.
+const ROS1_TIME_TYPES: [(&str, &str); 2] = [
+    ("time", "uint32 secs\nuint32 nsecs\n"),
+    ("duration", "int32 secs\nint32 nsecs\n"),
+];
+
 impl TypeTable {
-    /// Parses the schema of `root_type` (`pkg/msg/Type` or `pkg/Type`).
+    /// Parses the ROS 2 schema of `root_type` (`pkg/msg/Type` or `pkg/Type`).
     pub fn parse(root_type: &str, definition: &str) -> Result<TypeTable, MsgTypeError> {
+        TypeTable::parse_with(root_type, definition, Dialect::Ros2)
+    }
+
+    /// Parses the schema of `root_type` with the meaning `dialect` gives
+    /// the built-in names.
+    pub fn parse_with(
+        root_type: &str,
+        definition: &str,
+        dialect: Dialect,
+    ) -> Result<TypeTable, MsgTypeError> {
         let (root_pkg, root_ty) = split_type_name(root_type)
             .ok_or_else(|| MsgTypeError::BadTypeName(root_type.to_owned()))?;
         let mut sections = vec![Section {
@@ -297,6 +373,8 @@ impl TypeTable {
             ty: root_ty.to_owned(),
             lines: Vec::new(),
         }];
+        let mut seen: HashSet<(String, String)> = HashSet::new();
+        seen.insert((root_pkg.to_owned(), root_ty.to_owned()));
         let mut lines = definition.lines().enumerate().peekable();
         while let Some((i, line)) = lines.next() {
             if line.trim_end() == SEPARATOR {
@@ -306,9 +384,9 @@ impl TypeTable {
                         let name = name.trim();
                         let (pkg, ty) = split_type_name(name)
                             .ok_or_else(|| MsgTypeError::BadTypeName(name.to_owned()))?;
-                        if sections.iter().any(|s| s.pkg == pkg && s.ty == ty) {
+                        if !seen.insert((pkg.to_owned(), ty.to_owned())) {
                             return Err(MsgTypeError::DuplicateType {
-                                type_name: full_name(pkg, ty),
+                                type_name: full_name(dialect, pkg, ty),
                                 line: j + 1,
                             });
                         }
@@ -328,9 +406,29 @@ impl TypeTable {
 
         let mut raw: Vec<RawType> = Vec::with_capacity(sections.len());
         for s in &sections {
-            raw.push(parse_section(s)?);
+            raw.push(parse_section(s, dialect)?);
+        }
+        if dialect == Dialect::Ros1 {
+            for (name, text) in ROS1_TIME_TYPES {
+                let used = raw.iter().flat_map(|t| &t.fields).any(
+                    |f| matches!(&f.kind, RawKind::Message(p, t) if p.is_empty() && t == name),
+                );
+                if used {
+                    raw.push(parse_section(
+                        &Section {
+                            pkg: String::new(),
+                            ty: name.into(),
+                            lines: text.lines().map(|l| (0, l)).collect(),
+                        },
+                        dialect,
+                    )?);
+                }
+            }
         }
         for builtin in ["Time", "Duration"] {
+            if dialect == Dialect::Ros1 {
+                break;
+            }
             let used = raw
                 .iter()
                 .flat_map(|t| &t.fields)
@@ -339,30 +437,37 @@ impl TypeTable {
                 .iter()
                 .any(|t| t.pkg == "builtin_interfaces" && t.ty == builtin);
             if used && !present {
-                raw.push(parse_section(&Section {
-                    pkg: "builtin_interfaces".into(),
-                    ty: builtin.into(),
-                    lines: BUILTIN_TIME.lines().map(|l| (0, l)).collect(),
-                })?);
+                raw.push(parse_section(
+                    &Section {
+                        pkg: "builtin_interfaces".into(),
+                        ty: builtin.into(),
+                        lines: BUILTIN_TIME.lines().map(|l| (0, l)).collect(),
+                    },
+                    dialect,
+                )?);
             }
         }
 
+        let index: HashMap<(&str, &str), usize> = raw
+            .iter()
+            .enumerate()
+            .map(|(i, r)| ((r.pkg.as_str(), r.ty.as_str()), i))
+            .collect();
         let mut types = Vec::with_capacity(raw.len());
         for t in &raw {
-            let name = full_name(&t.pkg, &t.ty);
+            let name = full_name(dialect, &t.pkg, &t.ty);
             let mut fields = Vec::with_capacity(t.fields.len().max(1));
             for f in &t.fields {
                 let kind = match &f.kind {
                     RawKind::Primitive(p) => FieldKind::Primitive(*p),
                     RawKind::Message(pkg, ty) => {
-                        let at = raw
-                            .iter()
-                            .position(|r| &r.pkg == pkg && &r.ty == ty)
-                            .ok_or_else(|| MsgTypeError::MissingType {
+                        let at = index.get(&(pkg.as_str(), ty.as_str())).ok_or_else(|| {
+                            MsgTypeError::MissingType {
                                 used_by: name.clone(),
-                                missing: full_name(pkg, ty),
-                            })?;
-                        FieldKind::Message(TypeId(at))
+                                missing: full_name(dialect, pkg, ty),
+                            }
+                        })?;
+                        FieldKind::Message(TypeId(*at))
                     }
                 };
                 fields.push(Field {
@@ -374,7 +479,7 @@ impl TypeTable {
                     },
                 });
             }
-            if fields.is_empty() {
+            if fields.is_empty() && dialect == Dialect::Ros2 {
                 fields.push(Field {
                     name: EMPTY_STRUCT_MEMBER.to_owned(),
                     ty: FieldType {
@@ -389,13 +494,58 @@ impl TypeTable {
         let mut table = TypeTable {
             types,
             root: TypeId(0),
+            dialect,
             min_sizes: Vec::new(),
+            has_wstring: Vec::new(),
         };
-        table.check_acyclic()?;
-        table.min_sizes = (0..table.types.len())
-            .map(|i| table.message_min_size(TypeId(i)))
-            .collect();
+        // Children before parents, so each type's summary reads its
+        // fields' from the tables being filled.
+        let order = table.children_first()?;
+        let n = table.types.len();
+        let (mut depth, mut min_sizes, mut has_wstring) = (vec![0; n], vec![0; n], vec![false; n]);
+        for i in order {
+            let mut deepest = 0;
+            let mut size = 0usize;
+            let mut wide = false;
+            for f in &table.types[i].fields {
+                let one = match f.ty.kind {
+                    FieldKind::Primitive(p) => {
+                        wide |= p == Primitive::WString;
+                        table.primitive_min_size(p)
+                    }
+                    FieldKind::Message(TypeId(c)) => {
+                        deepest = deepest.max(depth[c]);
+                        wide |= has_wstring[c];
+                        min_sizes[c]
+                    }
+                };
+                size = size.saturating_add(match f.ty.arity {
+                    Arity::Single => one,
+                    Arity::Fixed(n) => one.saturating_mul(n),
+                    Arity::Bounded(_) | Arity::Unbounded => 4,
+                });
+            }
+            depth[i] = deepest + 1;
+            if depth[i] > MAX_NESTING {
+                return Err(MsgTypeError::TooDeep {
+                    type_name: table.types[i].name.clone(),
+                    depth: depth[i],
+                });
+            }
+            min_sizes[i] = match dialect {
+                Dialect::Ros2 => size.max(1),
+                Dialect::Ros1 => size,
+            };
+            has_wstring[i] = wide;
+        }
+        table.min_sizes = min_sizes;
+        table.has_wstring = has_wstring;
         Ok(table)
+    }
+
+    /// The meaning the table's names were parsed with.
+    pub fn dialect(&self) -> Dialect {
+        self.dialect
     }
 
     /// The top-level type of the schema.
@@ -419,7 +569,7 @@ impl TypeTable {
     /// A type by name (`pkg/msg/Type` or `pkg/Type`).
     pub fn find(&self, type_name: &str) -> Option<TypeId> {
         let (pkg, ty) = split_type_name(type_name)?;
-        let name = full_name(pkg, ty);
+        let name = full_name(self.dialect, pkg, ty);
         self.types.iter().position(|t| t.name == name).map(TypeId)
     }
 
@@ -445,88 +595,88 @@ impl TypeTable {
     pub fn contains_wstring(&self, kind: FieldKind) -> bool {
         match kind {
             FieldKind::Primitive(p) => p == Primitive::WString,
-            // Acyclic (checked by parse), so this ends.
-            FieldKind::Message(id) => self
-                .message(id)
-                .fields
-                .iter()
-                .any(|f| self.contains_wstring(f.ty.kind)),
+            FieldKind::Message(id) => self.has_wstring.get(id.0).copied().unwrap_or(false),
         }
     }
 
     /// The fewest bytes one element of `kind` takes on the wire, padding
     /// left out: a bound that lets a reader refuse a sequence count the
-    /// payload cannot hold before it loops over it. At least 1.
+    /// payload cannot hold before it loops over it. At least 1 in a ROS 2
+    /// table; 0 for a ROS 1 type with no fields, which has no bytes.
     pub fn min_size(&self, kind: FieldKind) -> usize {
         match kind {
-            // A length that counts the NUL, and the NUL.
-            FieldKind::Primitive(Primitive::String | Primitive::WString) => 5,
-            FieldKind::Primitive(p) => p.size().unwrap_or(1),
-            FieldKind::Message(id) => match self.min_sizes.get(id.0) {
-                Some(&n) => n,
-                None => self.message_min_size(id),
-            },
+            FieldKind::Primitive(p) => self.primitive_min_size(p),
+            FieldKind::Message(id) => self.min_sizes.get(id.0).copied().unwrap_or(1),
         }
     }
 
-    /// [`TypeTable::min_size`] of a message, from its fields.
-    fn message_min_size(&self, id: TypeId) -> usize {
-        // Acyclic (checked by parse), so the recursion ends.
-        self.message(id)
-            .fields
-            .iter()
-            .map(|f| {
-                let one = self.min_size(f.ty.kind);
-                match f.ty.arity {
-                    Arity::Single => one,
-                    Arity::Fixed(n) => one.saturating_mul(n),
-                    Arity::Bounded(_) | Arity::Unbounded => 4,
-                }
-            })
-            .fold(0usize, usize::saturating_add)
-            .max(1)
+    fn primitive_min_size(&self, p: Primitive) -> usize {
+        match (p, self.dialect) {
+            // A length that counts the NUL, and the NUL.
+            (Primitive::String | Primitive::WString, Dialect::Ros2) => 5,
+            // A length; ROS 1 strings have no NUL.
+            (Primitive::String | Primitive::WString, Dialect::Ros1) => 4,
+            (p, _) => p.size().unwrap_or(1),
+        }
     }
 
-    fn check_acyclic(&self) -> Result<(), MsgTypeError> {
+    /// Every type once, each after the types its fields hold; a cycle is an
+    /// error. Iterative, so a long chain of types cannot exhaust the stack.
+    fn children_first(&self) -> Result<Vec<usize>, MsgTypeError> {
         // 0 unvisited, 1 on the current path, 2 done.
         let mut state = vec![0u8; self.types.len()];
-        let mut path = Vec::new();
-        self.visit(self.root.0, &mut state, &mut path)?;
-        for i in 0..self.types.len() {
-            self.visit(i, &mut state, &mut path)?;
-        }
-        Ok(())
-    }
-
-    fn visit(&self, i: usize, state: &mut [u8], path: &mut Vec<usize>) -> Result<(), MsgTypeError> {
-        match state[i] {
-            2 => return Ok(()),
-            1 => {
-                let start = path.iter().position(|&p| p == i).unwrap_or(0);
-                let mut names: Vec<String> = path[start..]
-                    .iter()
-                    .map(|&p| self.types[p].name.clone())
-                    .collect();
-                names.push(self.types[i].name.clone());
-                return Err(MsgTypeError::Cycle(names));
+        let mut order = Vec::with_capacity(self.types.len());
+        // (type, index of the next field to look at): the current path.
+        let mut stack: Vec<(usize, usize)> = Vec::new();
+        let starts = std::iter::once(self.root.0).chain(0..self.types.len());
+        for start in starts {
+            if state[start] != 0 {
+                continue;
             }
-            _ => {}
-        }
-        state[i] = 1;
-        path.push(i);
-        for f in &self.types[i].fields {
-            if let FieldKind::Message(TypeId(n)) = f.ty.kind {
-                self.visit(n, state, path)?;
+            state[start] = 1;
+            stack.push((start, 0));
+            while let Some(top) = stack.last_mut() {
+                let (i, next) = *top;
+                let Some(f) = self.types[i].fields.get(next) else {
+                    stack.pop();
+                    state[i] = 2;
+                    order.push(i);
+                    continue;
+                };
+                top.1 += 1;
+                let FieldKind::Message(TypeId(c)) = f.ty.kind else {
+                    continue;
+                };
+                match state[c] {
+                    0 => {
+                        state[c] = 1;
+                        stack.push((c, 0));
+                    }
+                    1 => {
+                        let from = stack.iter().position(|&(p, _)| p == c).unwrap_or(0);
+                        let mut names: Vec<String> = stack[from..]
+                            .iter()
+                            .map(|&(p, _)| self.types[p].name.clone())
+                            .collect();
+                        names.push(self.types[c].name.clone());
+                        return Err(MsgTypeError::Cycle(names));
+                    }
+                    _ => {}
+                }
             }
         }
-        path.pop();
-        state[i] = 2;
-        Ok(())
+        Ok(order)
     }
 }
 
-fn full_name(pkg: &str, ty: &str) -> String {
-    format!("{pkg}/msg/{ty}")
+/// A type's full name: `pkg/msg/Type` in ROS 2, `pkg/Type` in ROS 1, and
+/// the bare name for ROS 1's `time` and `duration` (package `""`).
+fn full_name(dialect: Dialect, pkg: &str, ty: &str) -> String {
+    match dialect {
+        Dialect::Ros2 => format!("{pkg}/msg/{ty}"),
+        Dialect::Ros1 if pkg.is_empty() => ty.to_owned(),
+        Dialect::Ros1 => format!("{pkg}/{ty}"),
+    }
 }
 
 struct Section<'a> {
@@ -555,11 +705,12 @@ enum RawKind {
     Message(String, String),
 }
 
-fn parse_section(s: &Section<'_>) -> Result<RawType, MsgTypeError> {
+fn parse_section(s: &Section<'_>, dialect: Dialect) -> Result<RawType, MsgTypeError> {
     let mut fields: Vec<RawField> = Vec::new();
+    let mut names: HashSet<&str> = HashSet::new();
     for &(line_no, line) in &s.lines {
         let syntax = |what: String| MsgTypeError::Syntax {
-            type_name: full_name(&s.pkg, &s.ty),
+            type_name: full_name(dialect, &s.pkg, &s.ty),
             line: line_no,
             what,
         };
@@ -579,10 +730,10 @@ fn parse_section(s: &Section<'_>) -> Result<RawType, MsgTypeError> {
         if !is_ros_name(name) {
             return Err(syntax(format!("`{name}` is not a field name")));
         }
-        let field = parse_field_type(ty, &s.pkg).map_err(syntax)?;
-        if fields.iter().any(|f| f.name == name) {
+        let field = parse_field_type(ty, &s.pkg, dialect).map_err(syntax)?;
+        if !names.insert(name) {
             return Err(MsgTypeError::DuplicateField {
-                type_name: full_name(&s.pkg, &s.ty),
+                type_name: full_name(dialect, &s.pkg, &s.ty),
                 line: line_no,
                 field: name.to_owned(),
             });
@@ -601,7 +752,7 @@ fn parse_section(s: &Section<'_>) -> Result<RawType, MsgTypeError> {
 
 /// A type token (`float64[9]`, `string<=8`, `Point[<=3]`, `pkg/Type[]`) as
 /// a field with no name yet.
-fn parse_field_type(token: &str, package: &str) -> Result<RawField, String> {
+fn parse_field_type(token: &str, package: &str, dialect: Dialect) -> Result<RawField, String> {
     let (element, arity) = match token.split_once('[') {
         None => (token, Arity::Single),
         Some((element, rest)) => {
@@ -627,11 +778,12 @@ fn parse_field_type(token: &str, package: &str) -> Result<RawField, String> {
             (base, Some(parse_size(n, token)?))
         }
     };
-    let kind = if let Some(p) = Primitive::from_name(base) {
+    let kind = if let Some(p) = Primitive::from_name_in(base, dialect) {
         RawKind::Primitive(p)
     } else {
         let (pkg, ty) = match base {
             "Header" => ("std_msgs", "Header"),
+            "time" | "duration" if dialect == Dialect::Ros1 => ("", base),
             "time" => ("builtin_interfaces", "Time"),
             "duration" => ("builtin_interfaces", "Duration"),
             _ if !base.contains('/') => (package, base),
@@ -817,5 +969,87 @@ mod tests {
             err,
             MsgTypeError::Cycle(vec!["p/msg/B".into(), "p/msg/C".into(), "p/msg/B".into()])
         );
+    }
+
+    const ROS1_HEADER: &str = "uint32 seq\ntime stamp\nstring frame_id\n";
+
+    #[test]
+    fn ros1_names_keep_ros1_meaning() {
+        let sep = SEPARATOR;
+        let text = format!(
+            "Header header\nbyte b\nchar c\nbyte[] bs\nduration d\ntime[2] ts\nEmpty e\n\
+             {sep}\nMSG: std_msgs/Header\n{ROS1_HEADER}{sep}\nMSG: p/Empty\n# nothing\n"
+        );
+        let t = TypeTable::parse_with("p/Thing", &text, Dialect::Ros1).unwrap();
+        assert_eq!(t.dialect(), Dialect::Ros1);
+        let root = t.message(t.root());
+        assert_eq!(root.name(), "p/Thing");
+        let ty = |n: &str| root.field(n).unwrap().ty();
+        assert_eq!(ty("b").kind, FieldKind::Primitive(Primitive::Int8));
+        assert_eq!(ty("c").kind, FieldKind::Primitive(Primitive::UInt8));
+        assert_eq!(ty("bs").kind, FieldKind::Primitive(Primitive::Int8));
+        let time = t.find("std_msgs/Header").map(|h| t.message(h)).unwrap();
+        assert_eq!(time.name(), "std_msgs/Header");
+        assert_eq!(time.fields()[0].name(), "seq");
+        assert_eq!(
+            t.lookup("header.stamp.secs").unwrap().kind,
+            FieldKind::Primitive(Primitive::UInt32)
+        );
+        assert_eq!(
+            t.lookup("d.nsecs").unwrap().kind,
+            FieldKind::Primitive(Primitive::Int32)
+        );
+        assert_eq!(t.lookup("ts").unwrap().arity, Arity::Fixed(2));
+        let FieldKind::Message(d) = ty("d").kind else {
+            panic!("duration is a type");
+        };
+        assert_eq!(t.message(d).name(), "duration");
+        let empty = t.find("p/Empty").unwrap();
+        assert!(
+            t.message(empty).fields().is_empty(),
+            "no rosidl member in ROS 1"
+        );
+        assert_eq!(t.min_size(FieldKind::Message(empty)), 0);
+        // Header: 4 + 8 + a 4-byte string length.
+        let header = t.find("std_msgs/msg/Header").unwrap();
+        assert_eq!(t.min_size(FieldKind::Message(header)), 16);
+        // wstring is no ROS 1 type.
+        let err = TypeTable::parse_with("p/W", "wstring w\n", Dialect::Ros1).unwrap_err();
+        assert!(matches!(err, MsgTypeError::MissingType { .. }), "{err}");
+        // The same text in ROS 2 keeps its old meaning.
+        let t2 = TypeTable::parse("p/Thing", &text).unwrap();
+        assert_eq!(t2.message(t2.root()).name(), "p/msg/Thing");
+        assert_eq!(
+            t2.lookup("header.stamp.nanosec").unwrap().kind,
+            FieldKind::Primitive(Primitive::UInt32)
+        );
+        assert_eq!(
+            t2.lookup("b").unwrap().kind,
+            FieldKind::Primitive(Primitive::Byte)
+        );
+    }
+
+    #[test]
+    fn deep_chains_are_refused_and_diamonds_are_fast() {
+        let sep = SEPARATOR;
+        let mut chain = String::from("T1 t\n");
+        for i in 1..=MAX_NESTING + 5 {
+            chain.push_str(&format!("{sep}\nMSG: p/T{i}\nT{} t\n", i + 1));
+        }
+        chain.push_str(&format!("{sep}\nMSG: p/T{}\nint8 x\n", MAX_NESTING + 6));
+        let err = TypeTable::parse("p/T0", &chain).unwrap_err();
+        assert!(matches!(err, MsgTypeError::TooDeep { .. }), "{err}");
+
+        // Each level uses the next twice: 2^40 paths, one walk per type.
+        let mut diamond = String::from("D1 a\nD1 b\n");
+        for i in 1..40 {
+            diamond.push_str(&format!("{sep}\nMSG: p/D{i}\nD{n} a\nD{n} b\n", n = i + 1));
+        }
+        diamond.push_str(&format!("{sep}\nMSG: p/D40\nwstring w\n"));
+        let start = std::time::Instant::now();
+        let t = TypeTable::parse("p/D0", &diamond).unwrap();
+        assert!(t.contains_wstring(FieldKind::Message(t.root())));
+        assert!(t.min_size(FieldKind::Message(t.root())) > 1 << 40);
+        assert!(start.elapsed() < std::time::Duration::from_secs(5));
     }
 }
