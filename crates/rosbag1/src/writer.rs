@@ -210,3 +210,109 @@ impl<W: Write + Seek> BagWriter<W> {
         ))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Bag, Filter};
+    use std::io::Cursor;
+
+    fn conn(id: u32, topic: &str) -> Connection {
+        Connection::new(
+            id,
+            topic,
+            "std_msgs/String",
+            "992ce8a1687cec8c8bd883ec73ca41d1",
+            "string data\n",
+        )
+    }
+
+    #[test]
+    fn small_chunks_read_back_through_the_index_and_a_scan() {
+        let mut w = BagWriter::with_chunk_threshold(Cursor::new(Vec::new()), 256).unwrap();
+        w.add_connection(conn(0, "/a")).unwrap();
+        w.add_connection(conn(7, "/b")).unwrap();
+        assert!(matches!(
+            w.add_connection(conn(7, "/c")),
+            Err(Error::DuplicateConnection { conn: 7 })
+        ));
+        for i in 0..100u32 {
+            let data = format!("message {i}");
+            w.write(i % 2 * 7, Time { sec: i, nsec: 1 }, data.as_bytes())
+                .unwrap();
+        }
+        assert!(matches!(
+            w.write(3, Time::MIN, b""),
+            Err(Error::UnknownConnection { conn: 3, .. })
+        ));
+        let (out, summary) = w.finish().unwrap();
+        assert_eq!(summary.messages, 100);
+        assert!(summary.chunks > 10);
+        let bytes = out.into_inner();
+        let mut indexed = Bag::from_reader(Cursor::new(bytes.clone())).unwrap();
+        assert!(indexed.scan_report().is_none());
+        assert_eq!(indexed.header().chunk_count as u64, summary.chunks);
+        let mut scanned = Bag::scan_reader(Cursor::new(bytes)).unwrap();
+        let a: Vec<_> = indexed
+            .messages(&Filter::default())
+            .collect::<Result<_>>()
+            .unwrap();
+        let b: Vec<_> = scanned
+            .messages(&Filter::default())
+            .collect::<Result<_>>()
+            .unwrap();
+        assert_eq!(a, b);
+        assert_eq!(a.len(), 100);
+        assert_eq!(a[99].data, b"message 99");
+        assert_eq!(a[99].topic(), "/b");
+        let s = indexed.summary().unwrap();
+        assert_eq!(s.topics.len(), 2);
+        assert_eq!(s.topics[1].first, Some(Time { sec: 1, nsec: 1 }));
+        assert_eq!(s.topics[1].last, Some(Time { sec: 99, nsec: 1 }));
+    }
+
+    /// A sink that fails after `left` bytes.
+    struct Failing {
+        left: usize,
+        inner: Cursor<Vec<u8>>,
+    }
+
+    impl Write for Failing {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            if buf.len() > self.left {
+                return Err(std::io::Error::other("disk full"));
+            }
+            self.left -= buf.len();
+            self.inner.write(buf)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    impl Seek for Failing {
+        fn seek(&mut self, pos: SeekFrom) -> std::io::Result<u64> {
+            self.inner.seek(pos)
+        }
+    }
+
+    #[test]
+    fn after_a_failed_write_the_writer_refuses_more() {
+        let sink = Failing {
+            left: 5000,
+            inner: Cursor::new(Vec::new()),
+        };
+        let mut w = BagWriter::with_chunk_threshold(sink, 100).unwrap();
+        w.add_connection(conn(0, "/a")).unwrap();
+        let err = (0..100)
+            .map(|i| w.write(0, Time { sec: i, nsec: 0 }, &[0; 64]))
+            .find_map(|r| r.err())
+            .unwrap();
+        assert!(matches!(err, Error::Io(_)));
+        assert!(matches!(
+            w.write(0, Time::MIN, b""),
+            Err(Error::WriterFailed)
+        ));
+        assert!(matches!(w.finish(), Err(Error::WriterFailed)));
+    }
+}
