@@ -114,6 +114,16 @@ impl<W: Write + Seek> BagWriter<W> {
         if self.failed {
             return Err(Error::WriterFailed);
         }
+        // Lengths are u32 in the file, and readers cap chunks at 1 GiB.
+        let len = data.len() as u64 + self.chunk.len() as u64;
+        if len > records::MAX_DATA_LEN {
+            return Err(Error::TooLarge {
+                at: crate::Place::File(self.pos),
+                what: "message",
+                len: data.len() as u64,
+                limit: records::MAX_DATA_LEN - self.chunk.len() as u64,
+            });
+        }
         let Some(c) = self.connections.get(&conn) else {
             return Err(Error::UnknownConnection {
                 at: crate::Place::File(self.pos),
