@@ -21,7 +21,7 @@ use crate::error::{Error, Place, Result};
 use crate::header::BagHeader;
 use crate::index::ChunkInfo;
 use crate::message::{ChunkItem, ChunkWalk};
-use crate::records::{op, RecordReader};
+use crate::records::{op, RecordReader, MAGIC};
 use crate::Time;
 
 /// One connection's messages in one chunk.
@@ -261,7 +261,7 @@ fn read_index<R: Read + Seek>(
     let mut pos = header.index_pos;
     if pos < data_start || pos >= r.len() {
         return Err(Error::BadData {
-            at: Place::File(crate::records::MAGIC.len() as u64),
+            at: Place::File(MAGIC.len() as u64),
             what: "index_pos lies outside the file's records",
         });
     }
@@ -403,7 +403,17 @@ fn scan<R: Read + Seek>(
     let mut cut_chunk = None;
     let mut pos = data_start;
     let stop_error = loop {
-        if pos >= r.len() {
+        if pos > r.len() {
+            // Cut inside the bag header's padding: its fields are whole,
+            // no record follows.
+            break Some(Error::Truncated {
+                at: Place::File(MAGIC.len() as u64),
+                what: "bag header record",
+                need: pos - MAGIC.len() as u64,
+                have: r.len() - MAGIC.len() as u64,
+            });
+        }
+        if pos == r.len() {
             break None;
         }
         let step = (|| -> Result<Option<u64>> {
@@ -476,7 +486,11 @@ fn scan<R: Read + Seek>(
         messages,
         orphan_messages: all - messages,
         cut_chunk,
-        stop_offset: if stop_error.is_some() { pos } else { r.len() },
+        stop_offset: if stop_error.is_some() {
+            pos.min(r.len())
+        } else {
+            r.len()
+        },
         stop_error,
     };
     Bag {
@@ -485,5 +499,83 @@ fn scan<R: Read + Seek>(
         connections,
         chunks,
         indexing: Indexing::Scan(report),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{BagWriter, Filter};
+    use std::io::Cursor;
+
+    /// A bag of `n` messages in one uncompressed chunk, cut `cut_back`
+    /// bytes before the chunk's end, with `index_pos` 0 as in a `.bag.active`.
+    fn cut_bag(n: u32, cut_back: usize) -> (Vec<u8>, u64) {
+        let mut w = BagWriter::new(Cursor::new(Vec::new())).unwrap();
+        w.add_connection(Connection::new(
+            1,
+            "/a",
+            "std_msgs/String",
+            "x",
+            "string data\n",
+        ))
+        .unwrap();
+        for i in 0..n {
+            w.write(1, Time { sec: i, nsec: 0 }, &[i as u8; 100])
+                .unwrap();
+        }
+        let (out, summary) = w.finish().unwrap();
+        let mut bytes = out.into_inner();
+        let mut r = RecordReader::new(Cursor::new(bytes.clone())).unwrap();
+        let (_, first) = BagHeader::read(&mut r).unwrap();
+        let chunk_end = r.read_head(first).unwrap().end() as usize;
+        bytes.truncate(chunk_end - cut_back);
+        bytes.splice(
+            ..BagHeader::default().encode().len(),
+            BagHeader::default().encode(),
+        );
+        assert!(summary.index_pos > chunk_end as u64);
+        (bytes, first)
+    }
+
+    #[test]
+    fn a_cut_uncompressed_chunk_gives_its_whole_messages() {
+        // Each message record is 100 bytes of data plus about 40 of framing:
+        // cutting 50 bytes leaves 9 whole messages of 10.
+        let (bytes, chunk_pos) = cut_bag(10, 50);
+        let mut bag = Bag::from_reader(Cursor::new(bytes)).unwrap();
+        let report = bag.scan_report().unwrap();
+        assert!(matches!(report.cause, ScanCause::NoIndex));
+        assert_eq!(report.chunks, 0);
+        assert_eq!(report.messages, 9);
+        assert_eq!(report.stop_offset, chunk_pos);
+        assert!(matches!(report.stop_error, Some(Error::Truncated { .. })));
+        let cut = report.cut_chunk.clone().unwrap();
+        assert_eq!(
+            (cut.pos, cut.messages, cut.compression),
+            (chunk_pos, 9, Compression::None)
+        );
+        let msgs: Vec<_> = bag
+            .messages(&Filter::default())
+            .collect::<Result<_>>()
+            .unwrap();
+        assert_eq!(msgs.len(), 9);
+        assert_eq!(msgs[8].time, Time { sec: 8, nsec: 0 });
+        assert_eq!(msgs[8].data, [8u8; 100]);
+    }
+
+    #[test]
+    fn a_bag_cut_inside_its_bag_header_is_an_error_not_a_panic() {
+        let (bytes, _) = cut_bag(3, 0);
+        for cut in [0, 5, 13, 20] {
+            assert!(Bag::from_reader(Cursor::new(bytes[..cut].to_vec())).is_err());
+        }
+        // Inside the padding the header's fields are whole: an empty bag
+        // whose scan says where it was cut.
+        let bag = Bag::from_reader(Cursor::new(bytes[..4000].to_vec())).unwrap();
+        let report = bag.scan_report().unwrap();
+        assert_eq!(report.messages, 0);
+        assert_eq!(report.stop_offset, 4000);
+        assert!(matches!(report.stop_error, Some(Error::Truncated { .. })));
     }
 }
