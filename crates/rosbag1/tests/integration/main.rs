@@ -1,0 +1,9 @@
+//! Integration tests of edgerec-rosbag1 against bags written and read by
+//! Debian's rosbag (tests/py/make_ros1_bags.py). Without Debian's
+//! python3-rosbag each test prints SKIP and why.
+
+mod mutation;
+mod read;
+mod refuse;
+mod reindex;
+mod support;
