@@ -158,6 +158,15 @@ ensure_deb() { # ensure_deb PACKAGE [PACKAGE...]
     }
 }
 
+# Debian's ROS 1 Python tools (bookworm: rosbag 1.15), which write the real
+# ROS 1 bags the edgerec-rosbag1 tests read (tests/py/make_ros1_bags.py) and
+# are their oracle (read_messages, rosbag reindex). They run with Debian's
+# /usr/bin/python3, not the venv.
+ensure_ros1_python() {
+    ensure_deb python3-rosbag python3-std-msgs python3-sensor-msgs \
+        python3-geometry-msgs python3-tf2-msgs
+}
+
 # A rustup target's standard library.
 ensure_rust_target() { # ensure_rust_target TRIPLE
     rustup target list --installed 2>/dev/null | grep -qx "$1" && return 0
