@@ -110,18 +110,19 @@ pub fn parse_frame(s: &str, at: usize) -> Result<CanFrame, ParseError> {
         column: at + i,
         what,
     };
-    let (digits, mut i) =
-        match b.iter().position(|&c| c == b'#') {
-            Some(3) => (3, 4),
-            Some(8) => (8, 9),
-            Some(n) => return Err(err(
+    let (digits, mut i) = match b.iter().position(|&c| c == b'#') {
+        Some(3) => (3, 4),
+        Some(8) => (8, 9),
+        Some(n) => {
+            return Err(err(
                 0,
                 format!(
                     "the id has {n} hex digits; a frame has 3 (standard) or 8 (extended, error)"
                 ),
-            )),
-            None => return Err(err(0, format!("`{s}` has no `#` after the id"))),
-        };
+            ))
+        }
+        None => return Err(err(0, format!("`{s}` has no `#` after the id"))),
+    };
     let mut can_id = 0u32;
     for (k, &c) in b[..digits].iter().enumerate() {
         let v = nibble(c).ok_or_else(|| err(k, format!("`{}` is not a hex digit", c as char)))?;

@@ -14,11 +14,11 @@
 //! - back out for the field's tools: [`candump`] logs and [`pcap`] files
 //!   ([`export`]), and candump logs in.
 //!
-//! Raw `libc` rather than the `socketcan` crate: the UDP source needs the
-//! same `recvmmsg` batches with `SO_TIMESTAMPING` and `SO_RXQ_OVFL`
-//! control messages, which the crate does not read (it reads one frame
-//! per call), so one small FFI module serves both sockets; and it adds no
-//! dependency to the image's crate list.
+//! Raw `libc` rather than the `socketcan` crate (3.6 reads one frame per
+//! `recvmsg`, with no `SO_RXQ_OVFL` drop count, and is CAN only): the UDP
+//! source needs the same `recvmmsg` batches with `SO_TIMESTAMPING` and
+//! `SO_RXQ_OVFL` control messages, so one small FFI module serves both
+//! sockets, and it adds no crate to the image's list.
 //!
 //! ```
 //! use edgerec_bus::can::CanFrame;
@@ -46,6 +46,7 @@
 pub mod ancillary;
 pub mod can;
 pub mod candump;
+pub(crate) mod drops;
 pub mod export;
 pub mod pcap;
 pub(crate) mod reader;

@@ -355,6 +355,8 @@ impl RecvBatch {
             debug_assert!(pre.is_empty() && post.is_empty());
             bytes
         };
+        // size_t on glibc, socklen_t on musl: the cast keeps both building.
+        #[allow(clippy::unnecessary_cast)]
         let ctl_len = (h.msg_hdr.msg_controllen as usize).min(CONTROL_LEN);
         Received {
             data,

@@ -210,7 +210,10 @@ mod tests {
     #[test]
     fn realtime_stamps_on_a_realtime_clock_are_exact() {
         let m = ClockMap::sample(KernelClock::Realtime, true, || unreachable!());
-        assert_eq!(m.to_recording(1_700_000_000_123_456_789), 1_700_000_000_123_456_789);
+        assert_eq!(
+            m.to_recording(1_700_000_000_123_456_789),
+            1_700_000_000_123_456_789
+        );
         assert_eq!(m.error_ns(), 0);
         assert!(SystemClock.is_realtime());
         // Not the realtime clock (TAI, a PHC): sampled.

@@ -21,6 +21,7 @@ use edgerec_source::{ChannelId, ChannelSpec, Envelope, Source, SourceError, Sour
 use crate::ancillary;
 use crate::can::frame::{CanFrame, CANFD_MTU, FD_FRAME_TYPE, FRAME_TYPE};
 use crate::can::socket::{CanSocket, OpenError};
+use crate::drops::DropLedger;
 use crate::reader::{self, OnBatch};
 use crate::stamp::{receive_time, StampCounts};
 use crate::sys::{self, RecvBatch};
@@ -50,9 +51,8 @@ pub struct CanStats {
 pub struct CanSource {
     cfg: CanConfig,
     stats: Arc<CanStats>,
-    /// Kernel drops of the sockets of earlier runs: each socket counts
-    /// from 0, the channel's `upstream_lost` from the first.
-    drops_before: u64,
+    /// Kernel drops of the sockets of earlier runs.
+    drops: DropLedger,
 }
 
 /// The channel of one of an interface's topics.
@@ -112,7 +112,7 @@ impl CanSource {
         CanSource {
             cfg: cfg.clone(),
             stats: Arc::new(CanStats::default()),
-            drops_before: 0,
+            drops: DropLedger::default(),
         }
     }
 
@@ -181,13 +181,8 @@ impl Source for CanSource {
         );
         let result = self.read(sink, stop, &sock, classic, fd);
         // What the kernel dropped on this socket, up to its end.
-        let last = sock.socket.kernel_drops().map(u64::from).unwrap_or(0);
-        let seen = self.stats.kernel_drops.load(Ordering::Relaxed) - self.drops_before;
-        self.drops_before += last.max(seen);
-        self.stats
-            .kernel_drops
-            .store(self.drops_before, Ordering::Relaxed);
-        sink.set_upstream_lost(classic, self.drops_before);
+        self.drops.end_run(&self.stats.kernel_drops, &sock.socket);
+        sink.set_upstream_lost(classic, self.stats.kernel_drops.load(Ordering::Relaxed));
         result
     }
 }
@@ -203,7 +198,7 @@ impl CanSource {
     ) -> Result<(), SourceError> {
         let iface = self.cfg.interface.clone();
         let stats = self.stats.clone();
-        let before = self.drops_before;
+        let drops_ledger = &self.drops;
         let mut malformed_logged = false;
         let mut batch = RecvBatch::new(BATCH, CANFD_MTU);
         let mut on_batch = |b: &RecvBatch, n: usize, map: &edgerec_source::ClockMap, at: u64| {
@@ -252,20 +247,15 @@ impl CanSource {
                 });
             }
             if let Some(d) = drops {
-                let total = before + u64::from(d);
-                stats.kernel_drops.fetch_max(total, Ordering::Relaxed);
-                sink.set_upstream_lost(classic, total);
+                sink.set_upstream_lost(classic, drops_ledger.observe(&stats.kernel_drops, d));
             }
             Ok(())
         };
         let on_batch: &mut OnBatch<'_> = &mut on_batch;
         let mut every = || {
             self.check_link()?;
-            if let Ok(d) = sock.socket.kernel_drops() {
-                let total = before + u64::from(d);
-                self.stats.kernel_drops.fetch_max(total, Ordering::Relaxed);
-                sink.set_upstream_lost(classic, total);
-            }
+            let total = self.drops.poll(&self.stats.kernel_drops, &sock.socket);
+            sink.set_upstream_lost(classic, total);
             Ok(())
         };
         reader::read_until_stop(

@@ -26,6 +26,7 @@ use edgerec_config::UdpConfig;
 use edgerec_source::{ClockMap, Envelope, Source, SourceError, SourceSink, Stop};
 
 use crate::ancillary;
+use crate::drops::DropLedger;
 use crate::reader::{self, OnBatch};
 use crate::snmp;
 use crate::stamp::{receive_time, StampCounts};
@@ -65,7 +66,7 @@ pub struct UdpSource {
     cfg: UdpConfig,
     stats: Arc<UdpStats>,
     /// Kernel drops of the sockets of earlier runs.
-    drops_before: u64,
+    drops: DropLedger,
 }
 
 impl UdpSource {
@@ -74,7 +75,7 @@ impl UdpSource {
         UdpSource {
             cfg: cfg.clone(),
             stats: Arc::new(UdpStats::default()),
-            drops_before: 0,
+            drops: DropLedger::default(),
         }
     }
 
@@ -143,13 +144,7 @@ impl Source for UdpSource {
         );
         let snmp_start = snmp::read();
         let result = self.read(sink, stop, &sock, channel);
-        let last = sock.socket.kernel_drops().map(u64::from).unwrap_or(0);
-        let seen = self.stats.kernel_drops.load(Ordering::Relaxed) - self.drops_before;
-        let this_run = last.max(seen);
-        self.drops_before += this_run;
-        self.stats
-            .kernel_drops
-            .store(self.drops_before, Ordering::Relaxed);
+        let this_run = self.drops.end_run(&self.stats.kernel_drops, &sock.socket);
         sink.set_upstream_lost(channel, self.lost());
         if let (Some(a), Some(b)) = (snmp_start, snmp::read()) {
             let rose = b.rcvbuf_errors.saturating_sub(a.rcvbuf_errors);
@@ -174,7 +169,7 @@ impl UdpSource {
         channel: edgerec_source::ChannelId,
     ) -> Result<(), SourceError> {
         let stats = self.stats.clone();
-        let before = self.drops_before;
+        let drops_ledger = &self.drops;
         let topic = self.cfg.topic.clone();
         let senders = self.cfg.sources.clone();
         let slot = self.cfg.max_packet as usize;
@@ -230,9 +225,7 @@ impl UdpSource {
                 });
             }
             if let Some(d) = drops {
-                stats
-                    .kernel_drops
-                    .fetch_max(before + u64::from(d), Ordering::Relaxed);
+                drops_ledger.observe(&stats.kernel_drops, d);
             }
             if drops.is_some() || stats.truncated.load(Ordering::Relaxed) > 0 {
                 sink.set_upstream_lost(
@@ -247,11 +240,7 @@ impl UdpSource {
         let mut snmp_last = (Instant::now(), snmp::read());
         let mut every = || {
             self.check_link()?;
-            if let Ok(d) = sock.socket.kernel_drops() {
-                self.stats
-                    .kernel_drops
-                    .fetch_max(before + u64::from(d), Ordering::Relaxed);
-            }
+            self.drops.poll(&self.stats.kernel_drops, &sock.socket);
             sink.set_upstream_lost(channel, self.lost());
             if snmp_last.0.elapsed() >= SNMP_LOG_EVERY {
                 let now = snmp::read();
