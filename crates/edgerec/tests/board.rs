@@ -1809,6 +1809,18 @@ fn tuning_md_names_every_value() {
     }
 }
 
+/// The board's sysctl file and the `net.core.rmem_max` it sets.
+fn rmem_max(b: &Board) -> (String, u64) {
+    let text = b.read("sysctl.d/60-edgerec-dds.conf");
+    let max = text
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .find(|(k, _)| k.trim() == "net.core.rmem_max")
+        .and_then(|(_, v)| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{}: no net.core.rmem_max", b.name));
+    (text, max)
+}
+
 /// The kernel grants a socket at most net.core.rmem_max: the board's
 /// sysctl must allow the receive buffer edgerec's Cyclone DDS
 /// configuration asks for, or multi-MB samples are dropped before edgerec
@@ -1817,13 +1829,7 @@ fn tuning_md_names_every_value() {
 fn sysctl_allows_the_dds_receive_buffer_edgerec_asks_for() {
     let asked = edgerec_ros_dds_buffer();
     for b in boards() {
-        let text = b.read("sysctl.d/60-edgerec-dds.conf");
-        let max: u64 = text
-            .lines()
-            .filter_map(|l| l.split_once('='))
-            .find(|(k, _)| k.trim() == "net.core.rmem_max")
-            .and_then(|(_, v)| v.trim().parse().ok())
-            .unwrap_or_else(|| panic!("{}: no net.core.rmem_max", b.name));
+        let (_, max) = rmem_max(&b);
         assert!(
             max >= asked,
             "{}: rmem_max {max} < the {asked} edgerec asks for",
@@ -1879,13 +1885,7 @@ fn sysctl_allows_the_bus_receive_buffers() {
     let udp = edgerec_config::UdpConfig::new("/x", "0.0.0.0:1".parse().unwrap()).receive_buffer;
     let can = edgerec_config::CanConfig::new("can0").receive_buffer;
     for b in boards() {
-        let text = b.read("sysctl.d/60-edgerec-dds.conf");
-        let max: u64 = text
-            .lines()
-            .filter_map(|l| l.split_once('='))
-            .find(|(k, _)| k.trim() == "net.core.rmem_max")
-            .and_then(|(_, v)| v.trim().parse().ok())
-            .unwrap_or_else(|| panic!("{}: no net.core.rmem_max", b.name));
+        let (text, max) = rmem_max(&b);
         assert!(
             max >= udp.max(can),
             "{}: rmem_max {max} < {}",

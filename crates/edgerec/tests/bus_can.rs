@@ -23,6 +23,27 @@ fn edgerec(args: &[&str]) -> Output {
     Command::new(BIN).args(args).output().unwrap()
 }
 
+/// `edgerec import candump LOG -o BAG`.
+fn import(log: &Path, bag: &Path) -> Output {
+    edgerec(&[
+        "import",
+        "candump",
+        log.to_str().unwrap(),
+        "-o",
+        bag.to_str().unwrap(),
+    ])
+}
+
+/// `edgerec export candump BAG [--topic T]... -o OUT`.
+fn export(bag: &Path, out: &Path, topics: &[&str]) -> Output {
+    let mut args = vec!["export", "candump", bag.to_str().unwrap()];
+    for t in topics {
+        args.extend(["--topic", t]);
+    }
+    args.extend(["-o", out.to_str().unwrap()]);
+    edgerec(&args)
+}
+
 fn text(o: &Output) -> String {
     format!(
         "{}{}",
@@ -95,13 +116,7 @@ fn candump_logs_round_trip_through_import_and_export_byte_for_byte() {
     let log = d.path().join("in.log");
     std::fs::write(&log, LOG).unwrap();
     let bag = d.path().join("imported");
-    let o = edgerec(&[
-        "import",
-        "candump",
-        log.to_str().unwrap(),
-        "-o",
-        bag.to_str().unwrap(),
-    ]);
+    let o = import(&log, &bag);
     assert!(o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("imported 18 frames"), "{}", text(&o));
     let o = edgerec(&["check", bag.to_str().unwrap()]);
@@ -126,48 +141,22 @@ fn candump_logs_round_trip_through_import_and_export_byte_for_byte() {
 
     // Every topic, merged by time: the log itself.
     let out = d.path().join("out.log");
-    let o = edgerec(&[
-        "export",
-        "candump",
-        bag.to_str().unwrap(),
-        "-o",
-        out.to_str().unwrap(),
-    ]);
+    let o = export(&bag, &out, &[]);
     assert!(o.status.success(), "{}", text(&o));
     assert_eq!(std::fs::read_to_string(&out).unwrap(), LOG);
     // Again through the imported bag: import(export(import(log))) changes
     // nothing either.
     let bag2 = d.path().join("again");
-    let o = edgerec(&[
-        "import",
-        "candump",
-        out.to_str().unwrap(),
-        "-o",
-        bag2.to_str().unwrap(),
-    ]);
+    let o = import(&out, &bag2);
     assert!(o.status.success(), "{}", text(&o));
     let out2 = d.path().join("out2.log");
-    let o = edgerec(&[
-        "export",
-        "candump",
-        bag2.to_str().unwrap(),
-        "-o",
-        out2.to_str().unwrap(),
-    ]);
+    let o = export(&bag2, &out2, &[]);
     assert!(o.status.success());
     assert_eq!(std::fs::read_to_string(&out2).unwrap(), LOG);
 
     // One topic: only its lines.
     let one = d.path().join("can1.log");
-    let o = edgerec(&[
-        "export",
-        "candump",
-        bag.to_str().unwrap(),
-        "--topic",
-        "/can/can1",
-        "-o",
-        one.to_str().unwrap(),
-    ]);
+    let o = export(&bag, &one, &["/can/can1"]);
     assert!(o.status.success(), "{}", text(&o));
     let want: String = LOG
         .lines()
@@ -209,13 +198,7 @@ fn a_bad_log_names_its_line_and_column_and_makes_no_bag() {
     let log = d.path().join("bad.log");
     std::fs::write(&log, "(1.000000) can0 123#00\n(1.000001) can0 12#00\n").unwrap();
     let bag = d.path().join("bag");
-    let o = edgerec(&[
-        "import",
-        "candump",
-        log.to_str().unwrap(),
-        "-o",
-        bag.to_str().unwrap(),
-    ]);
+    let o = import(&log, &bag);
     assert_eq!(o.status.code(), Some(1));
     let t = text(&o);
     assert!(
@@ -227,36 +210,16 @@ fn a_bad_log_names_its_line_and_column_and_makes_no_bag() {
     // An existing directory is never written into.
     std::fs::write(&log, "(1.000000) can0 123#00\n").unwrap();
     std::fs::create_dir(&bag).unwrap();
-    let o = edgerec(&[
-        "import",
-        "candump",
-        log.to_str().unwrap(),
-        "-o",
-        bag.to_str().unwrap(),
-    ]);
+    let o = import(&log, &bag);
     assert_eq!(o.status.code(), Some(1));
     assert!(text(&o).contains("already exists"), "{}", text(&o));
     assert_eq!(std::fs::read_dir(&bag).unwrap().count(), 0);
 
     // An export of a topic that is not there lists the CAN topics.
     let good = d.path().join("good");
-    let o = edgerec(&[
-        "import",
-        "candump",
-        log.to_str().unwrap(),
-        "-o",
-        good.to_str().unwrap(),
-    ]);
+    let o = import(&log, &good);
     assert!(o.status.success(), "{}", text(&o));
-    let o = edgerec(&[
-        "export",
-        "candump",
-        good.to_str().unwrap(),
-        "--topic",
-        "/can/can9",
-        "-o",
-        d.path().join("x.log").to_str().unwrap(),
-    ]);
+    let o = export(&good, &d.path().join("x.log"), &["/can/can9"]);
     assert_eq!(o.status.code(), Some(1));
     assert!(
         text(&o).contains("no topic /can/can9 in the bag; its CAN topics: /can/can0"),

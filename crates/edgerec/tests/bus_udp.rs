@@ -34,17 +34,8 @@ const BIN: &str = env!("CARGO_BIN_EXE_edgerec");
 
 /// Why these tests cannot run here, if they cannot.
 fn skip_reason() -> Option<String> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Some("the UDP tests need root to create network namespaces".into());
-    }
-    if Command::new("ip")
-        .arg("-V")
-        .stdout(Stdio::null())
-        .status()
-        .is_err()
-    {
-        return Some("`ip` (iproute2) is not installed".into());
+    if let Some(why) = edgerec_testkit::netns::namespaces_unsupported() {
+        return Some(why);
     }
     if let Some(q) = edgerec_testkit::qemu_user() {
         return Some(format!(
