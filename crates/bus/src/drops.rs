@@ -41,6 +41,26 @@ impl DropLedger {
     }
 }
 
+/// Says, once per run, how the drops of `what`'s socket are counted when
+/// the kernel refused the per-packet count (`SO_RXQ_OVFL`; user-mode QEMU
+/// does): by `SO_MEMINFO` at each check, or, when that fails too, not at
+/// all (`upstream_lost` then stays 0, and the log says so).
+pub(crate) fn say_how_counted(what: &str, overflow_count: bool, socket: &Socket) {
+    if overflow_count {
+        return;
+    }
+    match socket.kernel_drops() {
+        Ok(_) => tracing::info!(
+            "{what}: the kernel refused SO_RXQ_OVFL; its drops are counted every check by SO_MEMINFO"
+        ),
+        Err(e) => tracing::warn!(
+            "{what}: the kernel refused SO_RXQ_OVFL and SO_MEMINFO ({e}): its drops for this \
+             socket cannot be counted, upstream_lost stays 0 (RcvbufErrors in /proc/net/snmp \
+             still counts them for the namespace)"
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

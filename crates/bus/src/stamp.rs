@@ -23,8 +23,6 @@
 //! bracket of two clock reads, under a microsecond) plus how far the two
 //! clocks move apart within one batch.
 
-use std::io;
-
 use edgerec_source::ClockMap;
 
 use crate::ancillary::Ancillary;
@@ -60,8 +58,10 @@ impl StampMode {
 }
 
 /// Asks the kernel for receive stamps and for the drop count with every
-/// packet (`SO_RXQ_OVFL`).
-pub(crate) fn enable(socket: &Socket) -> io::Result<StampMode> {
+/// packet (`SO_RXQ_OVFL`); the second value says whether the drop count
+/// was granted (user-mode QEMU refuses it: the drops are then read with
+/// `SO_MEMINFO` only, where that answers).
+pub(crate) fn enable(socket: &Socket) -> (StampMode, bool) {
     let flags = (libc::SOF_TIMESTAMPING_RX_SOFTWARE
         | libc::SOF_TIMESTAMPING_SOFTWARE
         | libc::SOF_TIMESTAMPING_RX_HARDWARE
@@ -79,8 +79,10 @@ pub(crate) fn enable(socket: &Socket) -> io::Result<StampMode> {
     } else {
         StampMode::None
     };
-    socket.set(libc::SOL_SOCKET, libc::SO_RXQ_OVFL, &1 as &libc::c_int)?;
-    Ok(mode)
+    let overflow = socket
+        .set(libc::SOL_SOCKET, libc::SO_RXQ_OVFL, &1 as &libc::c_int)
+        .is_ok();
+    (mode, overflow)
 }
 
 /// Which stamp a receive time came from.

@@ -519,7 +519,12 @@ mod tests {
         assert_eq!(got[1].0, b"two!");
         assert_eq!((got[2].0.as_slice(), got[2].1), (&b"longer t"[..], true));
         assert_eq!(got[0].2.map(|a| a.port()), Some(me.port()));
-        assert_eq!(s.kernel_drops().unwrap(), 0);
+        match edgerec_testkit::qemu_user() {
+            // Its getsockopt answers SO_MEMINFO short; the sources then
+            // keep the SO_RXQ_OVFL counts (drops.rs).
+            Some(q) => println!("SKIP SO_MEMINFO: {q} does not emulate it"),
+            None => assert_eq!(s.kernel_drops().unwrap(), 0),
+        }
         assert!(s.set_receive_buffer(1 << 20).unwrap() > 0);
     }
 }

@@ -37,16 +37,11 @@ fn skip_reason() -> Option<String> {
     if let Some(why) = edgerec_testkit::netns::namespaces_unsupported() {
         return Some(why);
     }
-    if let Some(q) = edgerec_testkit::qemu_user() {
-        return Some(format!(
-            "{q}: setns(2) and the namespace's /proc/net are the host's, not emulated"
-        ));
-    }
     None
 }
 
 macro_rules! skip_unless_possible {
-    () => {
+    ($($emulated:expr)?) => {
         if let Some(why) = skip_reason() {
             println!("SKIP: {why}");
             return;
@@ -54,8 +49,18 @@ macro_rules! skip_unless_possible {
         if edgerec_testkit::skip_if_cannot_exec(BIN) {
             return;
         }
+        $(
+            if let Some(q) = edgerec_testkit::qemu_user() {
+                println!("SKIP: {q}: {}", $emulated);
+                return;
+            }
+        )?
     };
 }
+
+/// Why the rate tests skip under user-mode QEMU.
+const TOO_FAST: &str = "an emulated debug build of both edgerec and the sender cannot keep \
+                        the senders' rates; the kernel's counts are the host's, checked natively";
 
 /// The payload of packet `seq`: its number, then bytes that depend on it.
 fn payload(seq: u64, size: usize) -> Vec<u8> {
@@ -382,7 +387,7 @@ fn loopback_shape(count: u64, rate: f64, size: usize) -> (PathBuf, tempfile::Tem
 
 #[test]
 fn ouster_shape_on_loopback_every_accepted_packet_in_order_byte_identical() {
-    skip_unless_possible!();
+    skip_unless_possible!(TOO_FAST);
     // 1,280 packets/s of 24,896 bytes (OS1-128 at 2048x10, 32 MB/s), 3 s.
     let (session, _dir, n) = loopback_shape(3_840, 1_280.0, 24_896);
     // The same bag as a pcap file, read by tshark.
@@ -391,7 +396,7 @@ fn ouster_shape_on_loopback_every_accepted_packet_in_order_byte_identical() {
 
 #[test]
 fn small_packets_at_100k_per_second_on_loopback() {
-    skip_unless_possible!();
+    skip_unless_possible!(TOO_FAST);
     loopback_shape(300_000, 100_000.0, 200);
 }
 
@@ -473,7 +478,7 @@ fn pcap_reads_in_tshark(session: &Path, n: u64, size: usize) {
 
 #[test]
 fn a_multicast_group_joined_on_lo_is_recorded_and_another_group_is_not() {
-    skip_unless_possible!();
+    skip_unless_possible!("it does not implement IP_MULTICAST_IF, which the sender sets");
     let ns = Netns::new();
     let port = 7600;
     let group = Ipv4Addr::new(239, 255, 0, 1);

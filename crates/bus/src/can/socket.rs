@@ -55,6 +55,8 @@ pub struct CanSocket {
     pub(crate) socket: Socket,
     /// How its frames are stamped.
     pub stamps: StampMode,
+    /// The kernel adds its drop count to every frame (`SO_RXQ_OVFL`).
+    pub overflow_count: bool,
     /// The receive buffer the kernel granted.
     pub receive_buffer: u64,
 }
@@ -133,7 +135,7 @@ impl CanSocket {
         let receive_buffer = socket
             .set_receive_buffer(cfg.receive_buffer)
             .map_err(step("setsockopt(SO_RCVBUF)"))?;
-        let stamps = stamp::enable(&socket).map_err(step("setsockopt(SO_RXQ_OVFL)"))?;
+        let (stamps, overflow_count) = stamp::enable(&socket);
         // SAFETY: sockaddr_can is integers and a union of integers; all
         // zero is valid, and the fields that matter are set below.
         let mut addr: libc::sockaddr_can = unsafe { std::mem::zeroed() };
@@ -143,6 +145,7 @@ impl CanSocket {
         Ok(CanSocket {
             socket,
             stamps,
+            overflow_count,
             receive_buffer,
         })
     }

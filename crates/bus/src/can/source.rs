@@ -179,6 +179,7 @@ impl Source for CanSource {
             sock.stamps.as_str(),
             sock.receive_buffer / 1024
         );
+        crate::drops::say_how_counted(&self.name(), sock.overflow_count, &sock.socket);
         let result = self.read(sink, stop, &sock, classic, fd);
         // What the kernel dropped on this socket, up to its end.
         self.drops.end_run(&self.stats.kernel_drops, &sock.socket);

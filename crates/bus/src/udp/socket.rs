@@ -17,6 +17,8 @@ pub struct UdpSocket {
     pub(crate) socket: Socket,
     /// How its packets are stamped.
     pub stamps: StampMode,
+    /// The kernel adds its drop count to every packet (`SO_RXQ_OVFL`).
+    pub overflow_count: bool,
     /// The receive buffer the kernel granted.
     pub receive_buffer: u64,
 }
@@ -43,7 +45,7 @@ impl UdpSocket {
         let receive_buffer = socket
             .set_receive_buffer(cfg.receive_buffer)
             .map_err(step("setsockopt(SO_RCVBUF)".into()))?;
-        let stamps = stamp::enable(&socket).map_err(step("setsockopt(SO_RXQ_OVFL)".into()))?;
+        let (stamps, overflow_count) = stamp::enable(&socket);
         socket
             .bind(&sys::sockaddr_in(cfg.bind))
             .map_err(step(format!("bind {}", cfg.bind)))?;
@@ -82,6 +84,7 @@ impl UdpSocket {
         Ok(UdpSocket {
             socket,
             stamps,
+            overflow_count,
             receive_buffer,
         })
     }

@@ -142,6 +142,7 @@ impl Source for UdpSource {
             sock.stamps.as_str(),
             sock.receive_buffer / 1024
         );
+        crate::drops::say_how_counted(&self.name(), sock.overflow_count, &sock.socket);
         let snmp_start = snmp::read();
         let result = self.read(sink, stop, &sock, channel);
         let this_run = self.drops.end_run(&self.stats.kernel_drops, &sock.socket);
