@@ -330,6 +330,40 @@ mod tests {
     }
 
     #[test]
+    fn mutated_lines_give_an_error_or_a_frame_never_a_panic() {
+        let lines = [
+            "(1436509052.249713) can0 123#DEADBEEF",
+            "(1700000000.500000) can0 12345678#R8_9",
+            "(1700000000.500000) vcan1 1ABCDEF0##500010203",
+            "(1700000000.500000) can0 321#1122334455667788_E",
+        ];
+        let swaps = [
+            b'#', b'R', b'_', b'.', b'(', b')', b' ', b'0', b'F', b'z', 0xff,
+        ];
+        let mut n = 0;
+        for line in lines {
+            let b = line.as_bytes();
+            for at in 0..b.len() {
+                for &c in &swaps {
+                    let mut m = b.to_vec();
+                    m[at] = c;
+                    let text = String::from_utf8_lossy(&m);
+                    if let Ok(Some(l)) = parse_line(&text) {
+                        // What parses formats without a panic, too.
+                        let mut out = String::new();
+                        format_line(l.time_ns, &l.interface, &l.frame, &mut out);
+                    }
+                    n += 1;
+                    // Cut anywhere, too.
+                    let cut: String = text.chars().take(at + 1).collect();
+                    let _ = parse_line(&cut);
+                }
+            }
+        }
+        assert!(n > 1000);
+    }
+
+    #[test]
     fn bad_lines_name_the_column() {
         for (line, column) in [
             ("1436509052.249713 can0 123#00", 1),
