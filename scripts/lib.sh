@@ -158,6 +158,18 @@ ensure_deb() { # ensure_deb PACKAGE [PACKAGE...]
     }
 }
 
+# tshark reads the pcap export in the UDP tests (crates/edgerec/tests/
+# bus_udp.rs). Its package asks whether non-root users may capture
+# (wireshark-common/install-setuid): answered "no" beforehand, so the
+# install never waits for a terminal.
+ensure_tshark() {
+    command -v tshark >/dev/null 2>&1 && return 0
+    local sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    echo "wireshark-common wireshark-common/install-setuid boolean false" | $sudo debconf-set-selections
+    ensure_deb tshark
+}
+
 # Debian's ROS 1 Python tools (bookworm: rosbag 1.15), which write the real
 # ROS 1 bags the edgerec-rosbag1 tests read (tests/py/make_ros1_bags.py) and
 # are their oracle (read_messages, rosbag reindex). They run with Debian's

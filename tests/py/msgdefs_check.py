@@ -14,9 +14,11 @@ with edgerec (or with each other):
           get_types_from_msg and rendered again by generate_msgdef, equals
           rosbags' Stores.ROS2_HUMBLE rendering (comments and whitespace
           normalised away by rosbags itself), md5 included, and its MSG:
-          sections come in rosbags' order. foxglove_msgs is not in that store:
-          its top-level text is registered from edgerec's .msg and the rest
-          (its dependencies) compared.
+          sections come in rosbags' order. foxglove_msgs, can_msgs,
+          ros2_socketcan_msgs and edgerec_msgs are not in that store: their
+          top-level text is registered from edgerec's .msg (its fields
+          checked against the upstream file's) and the rest (their
+          dependencies) compared.
   set     the embedded types of the packages edgerec embeds (HUMBLE_PACKAGES,
           rcl_interfaces/msg/Log) are exactly those of Stores.ROS2_HUMBLE:
           none missing, none from a later distro.
@@ -68,7 +70,26 @@ CLOCK_QUALITY_FIELDS = [
     ("port_state", "string"), ("grandmaster", "string"), ("gm_present", "bool"),
     ("source", "string"),
 ]
-OWN_TYPES = (FOXGLOVE_VIDEO, CLOCK_QUALITY)
+PACKET = "edgerec_msgs/msg/Packet"
+PACKET_FIELDS = [("stamp", "builtin_interfaces/msg/Time"), ("source", "string"), ("data", "uint8")]
+# Not in rosbags' stores: the CAN types ROS users decode, from their upstream
+# .msg files (crates/format/msg/README.md), registered from edgerec's text
+# and their fields checked against what the upstream files declare.
+CAN_FRAME = "can_msgs/msg/Frame"
+CAN_FRAME_FIELDS = [
+    ("header", "std_msgs/msg/Header"), ("id", "uint32"), ("is_rtr", "bool"),
+    ("is_extended", "bool"), ("is_error", "bool"), ("dlc", "uint8"), ("data", "uint8"),
+]
+FD_FRAME = "ros2_socketcan_msgs/msg/FdFrame"
+FD_FRAME_FIELDS = [
+    ("header", "std_msgs/msg/Header"), ("id", "uint32"), ("is_extended", "bool"),
+    ("is_error", "bool"), ("len", "uint8"), ("data", "uint8"),
+]
+REGISTERED = {
+    CLOCK_QUALITY: CLOCK_QUALITY_FIELDS, PACKET: PACKET_FIELDS,
+    CAN_FRAME: CAN_FRAME_FIELDS, FD_FRAME: FD_FRAME_FIELDS,
+}
+OWN_TYPES = (FOXGLOVE_VIDEO, CLOCK_QUALITY, PACKET, CAN_FRAME, FD_FRAME)
 
 # Every message type of these Humble packages is embedded (crates/format/msg/
 # README.md), plus one type of a package embedded only in part.
@@ -170,10 +191,10 @@ def check_definition(name: str, encoding: str, text: str) -> None:
         ref_store.register(get_types_from_msg(sections[0][1], name))
         top = mine_store.generate_msgdef(name, ros_version=2)[0].split(SEPARATOR)[0]
         report(top == FOXGLOVE_VIDEO_FIELDS, "defs", f"{name} fields", repr(top))
-    elif name == CLOCK_QUALITY:
+    elif name in REGISTERED:
         ref_store.register(get_types_from_msg(sections[0][1], name))
         fields = field_list(ref_store, name)
-        report(fields == CLOCK_QUALITY_FIELDS, "defs", f"{name} fields", repr(fields))
+        report(fields == REGISTERED[name], "defs", f"{name} fields", repr(fields))
     elif name not in ref_store.types:
         report(False, "defs", f"{name} known to rosbags ROS2_HUMBLE", "missing")
         return

@@ -27,7 +27,7 @@ use crate::image::{ImageFeed, RawImage};
 use crate::launch;
 use crate::message;
 use crate::nal::AccessUnit;
-use crate::timing::{monotonic_ns, ClockMap, FrameGaps, Monotone};
+use crate::timing::{monotonic_ns, FrameGaps, Monotone};
 
 pub use crate::image::{feed, ImageTap};
 
@@ -548,7 +548,7 @@ impl CameraSource {
                     sink.set_upstream_lost(channel, self.stats.lost.load(Ordering::Relaxed));
                 }
             }
-            let map = ClockMap::sample(|| sink.now_ns());
+            let map = sink.clock_map(edgerec_source::clock::KernelClock::Monotonic);
             let t = self.stamps.next(map.to_recording(mono));
             (t, t)
         };

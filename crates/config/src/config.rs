@@ -8,6 +8,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::bus::{self, CanConfig, UdpConfig};
 use crate::checks;
 use crate::readers;
 use crate::schema::{
@@ -54,6 +55,13 @@ section! {
         /// `[[camera]]`: cameras encoded to H.265 and recorded beside the
         /// topics. Default none.
         camera: Vec<CameraConfig> = Vec::new(), array_of_tables("camera", checks::unique_camera);
+        /// `[[can]]`: SocketCAN interfaces recorded frame by frame. Default
+        /// none.
+        can: Vec<CanConfig> = Vec::new(), array_of_tables("interface", bus::unique_can);
+        /// `[[udp]]`: UDP packet streams (lidar, radar) recorded packet by
+        /// packet. Default none.
+        udp: Vec<UdpConfig> = Vec::new(), array_of_tables("stream", bus::unique_udp),
+            then bus::bus_topics_distinct;
         /// `[triggers]`: the pre-roll ring and the defaults of the rules.
         triggers: TriggersConfig = TriggersConfig::default(), table();
         /// `[[trigger]]`: rules that record an event clip. Default none.

@@ -67,6 +67,7 @@
 // save nothing worth having in a parse that runs once at start-up.
 #![allow(clippy::result_large_err)]
 
+mod bus;
 mod checks;
 mod config;
 mod document;
@@ -79,6 +80,7 @@ mod voltage;
 
 use std::path::Path;
 
+pub use bus::{CanConfig, CanFilter, PacketDecoder, PacketSender, UdpConfig};
 pub use config::{
     CameraConfig, ClockConfig, Config, HealthConfig, LedsConfig, McapConfig, MetricsConfig,
     PipelineConfig, RecordingConfig, RetentionConfig, RosConfig, RosQos, SegmentConfig,

@@ -377,6 +377,10 @@ impl RecordingClock for ConfiguredClock {
     fn now_ns(&self) -> u64 {
         self.0.now_ns()
     }
+
+    fn is_realtime(&self) -> bool {
+        *self.0.source() == ClockSource::Realtime
+    }
 }
 
 /// What the control loop reads of the recorder.

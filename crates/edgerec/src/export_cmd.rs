@@ -1,18 +1,27 @@
-//! `edgerec export video BAG --topic T -o OUT`: the CLI of
-//! `edgerec_camera::export`, with its progress line and summary.
+//! `edgerec export video|candump|pcap` and `edgerec import candump`: the
+//! CLI of `edgerec_camera::export` (with its progress line and summary)
+//! and of `edgerec_bus::export`. Video needs the `camera` feature; the
+//! bus exports do not (the static board build has them).
 
-use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+
+#[cfg(feature = "camera")]
+use std::io::{IsTerminal, Write};
+#[cfg(feature = "camera")]
 use std::time::{Duration, Instant};
 
+#[cfg(feature = "camera")]
 use edgerec_camera::export::{export_video, ExportError, ExportSummary};
+#[cfg(feature = "camera")]
 use edgerec_format::info::human_bytes;
 
 /// How often the progress line is redrawn on a terminal.
+#[cfg(feature = "camera")]
 const LIVE_EVERY: Duration = Duration::from_millis(200);
 /// How often a progress line is printed when stderr is not a terminal
 /// (only long exports print any).
+#[cfg(feature = "camera")]
 const LOG_EVERY: Duration = Duration::from_secs(5);
 
 /// `edgerec export`.
@@ -24,9 +33,37 @@ pub struct ExportArgs {
 
 #[derive(clap::Subcommand, Debug)]
 enum What {
+    /// CAN topics (can_msgs/msg/Frame, ros2_socketcan_msgs/msg/FdFrame) as
+    /// a `candump -L` log, merged by receive time: what canplayer,
+    /// SavvyCAN, python-can and cantools read.
+    Candump {
+        /// A bag directory (its segments in order) or one .mcap file.
+        bag: PathBuf,
+        /// A CAN topic; repeat for several (the classic and FD topics of an
+        /// interface); none = every CAN topic.
+        #[arg(long, short)]
+        topic: Vec<String>,
+        /// The log file.
+        #[arg(long, short)]
+        output: PathBuf,
+    },
+    /// UDP packet topics (edgerec_msgs/msg/Packet) as a pcap file
+    /// (Ethernet/IPv4/UDP with the receive times) for Wireshark, VeloView
+    /// and Ouster Studio.
+    Pcap {
+        /// A bag directory (its segments in order) or one .mcap file.
+        bag: PathBuf,
+        /// A packet topic; repeat for several; none = every packet topic.
+        #[arg(long, short)]
+        topic: Vec<String>,
+        /// The pcap file.
+        #[arg(long, short)]
+        output: PathBuf,
+    },
     /// A video topic (foxglove_msgs/msg/CompressedVideo, H.265) as a
     /// playable file, without re-encoding: .mp4, .mov or .mkv timed by the
     /// capture timestamps, or .h265/.hevc (the access units, Annex B).
+    #[cfg(feature = "camera")]
     Video {
         /// A bag directory (its segments in order) or one .mcap file.
         bag: PathBuf,
@@ -39,9 +76,93 @@ enum What {
     },
 }
 
+/// `edgerec import`.
+#[derive(clap::Args, Debug)]
+pub struct ImportArgs {
+    #[command(subcommand)]
+    what: ImportWhat,
+}
+
+#[derive(clap::Subcommand, Debug)]
+enum ImportWhat {
+    /// A `candump -L` log as a new bag directory: /can/<interface>
+    /// (can_msgs/msg/Frame) and /can/<interface>/fd
+    /// (ros2_socketcan_msgs/msg/FdFrame), as edgerec records them.
+    Candump {
+        /// The log.
+        log: PathBuf,
+        /// The bag directory to make (must not exist).
+        #[arg(long, short)]
+        output: PathBuf,
+    },
+}
+
+/// Runs `edgerec import ...`.
+pub fn import(args: &ImportArgs) -> ExitCode {
+    match &args.what {
+        ImportWhat::Candump { log, output } => match edgerec_bus::import_candump(log, output) {
+            Ok(s) => {
+                let topics: Vec<String> =
+                    s.topics.iter().map(|(t, n)| format!("{t} ({n})")).collect();
+                println!(
+                    "imported {} frames from {} into {}: {}",
+                    s.frames,
+                    log.display(),
+                    s.file.display(),
+                    topics.join(", ")
+                );
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("edgerec import candump: {e}");
+                ExitCode::from(1)
+            }
+        },
+    }
+}
+
+fn bus_summary(what: &str, unit: &str, s: &edgerec_bus::ExportSummary) {
+    let secs = s.last_ns.saturating_sub(s.first_ns) as f64 / 1e9;
+    println!(
+        "exported {} {unit} of {} ({secs:.3} s) to {}",
+        s.count,
+        s.topics.join(", "),
+        s.output.display()
+    );
+    if s.unfinished_segments > 0 {
+        eprintln!(
+            "edgerec export {what}: {} unfinished or unreadable segments were skipped (run `edgerec recover` on the bag first)",
+            s.unfinished_segments
+        );
+    }
+}
+
 /// Runs `edgerec export ...`.
 pub fn run(args: &ExportArgs) -> ExitCode {
     match &args.what {
+        What::Candump { bag, topic, output } => {
+            match edgerec_bus::export_candump(bag, topic, output) {
+                Ok(s) => {
+                    bus_summary("candump", "frames", &s);
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("edgerec export candump: {e}");
+                    ExitCode::from(1)
+                }
+            }
+        }
+        What::Pcap { bag, topic, output } => match edgerec_bus::export_pcap(bag, topic, output) {
+            Ok(s) => {
+                bus_summary("pcap", "packets", &s);
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("edgerec export pcap: {e}");
+                ExitCode::from(1)
+            }
+        },
+        #[cfg(feature = "camera")]
         What::Video { bag, topic, output } => {
             let mut progress = Progress::new();
             let result = export_video(bag, topic, output, |done, total| {
@@ -65,6 +186,7 @@ pub fn run(args: &ExportArgs) -> ExitCode {
     }
 }
 
+#[cfg(feature = "camera")]
 fn summary(topic: &str, s: &ExportSummary) {
     let secs = s.duration_ns as f64 / 1e9;
     let fps = if secs > 0.0 {
@@ -100,6 +222,7 @@ fn summary(topic: &str, s: &ExportSummary) {
 
 /// The progress line: redrawn on a terminal, a line every few seconds
 /// otherwise.
+#[cfg(feature = "camera")]
 struct Progress {
     live: bool,
     started: Instant,
@@ -107,6 +230,7 @@ struct Progress {
     drawn: bool,
 }
 
+#[cfg(feature = "camera")]
 impl Progress {
     fn new() -> Self {
         Progress {

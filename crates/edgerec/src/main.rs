@@ -21,10 +21,10 @@ use edgerec_recorder::{
 use edgerec_source::RecordingClock;
 use edgerec_synthetic::SyntheticSource;
 
+mod bus;
 mod cameras;
 mod controls;
 mod daemon;
-#[cfg(feature = "camera")]
 mod export_cmd;
 #[cfg(feature = "fault-injection")]
 mod fault_injection;
@@ -77,9 +77,11 @@ enum Cmd {
         /// A bag directory or an .mcap file.
         path: PathBuf,
     },
-    /// Export from a bag: `export video BAG --topic T -o OUT.mp4`.
-    #[cfg(feature = "camera")]
+    /// Export from a bag: `export candump BAG -o F.log`, `export pcap BAG
+    /// -o F.pcap`, `export video BAG --topic T -o OUT.mp4`.
     Export(export_cmd::ExportArgs),
+    /// Import into a bag: `import candump F.log -o BAG`.
+    Import(export_cmd::ImportArgs),
     /// Verify a bag (structure and every CRC) or a configuration file;
     /// exit 0 when valid, 1 when not.
     Check {
@@ -213,8 +215,8 @@ fn main() -> ExitCode {
                 ExitCode::from(1)
             }
         },
-        #[cfg(feature = "camera")]
         Cmd::Export(args) => export_cmd::run(&args),
+        Cmd::Import(args) => export_cmd::import(&args),
         Cmd::Check { path } => check(&path),
         Cmd::Recover { path } => recover_cmd(&path),
         Cmd::Status {
@@ -480,6 +482,13 @@ fn start_and_record(
             return ExitCode::from(EXIT_CONFIG);
         }
     };
+    let bus = match bus::sources(cfg) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("edgerec: {}: {e:#}", config.display());
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
     let ros = match ros::source(cfg, taps) {
         Ok(s) => s,
         Err(e) => {
@@ -517,6 +526,7 @@ fn start_and_record(
         }),
         dir: session_dir,
         cameras,
+        bus,
         gpio,
         recorder,
     };
@@ -585,6 +595,8 @@ struct Session {
     dir: Option<PathBuf>,
     /// The cameras.
     cameras: Vec<cameras::Camera>,
+    /// The CAN interfaces and UDP streams.
+    bus: Vec<Box<dyn edgerec_source::Source>>,
     /// The GPIO lines of `[[trigger]]` rules, requested already.
     gpio: gpio_triggers::GpioTriggers,
     /// Where their edges find the recorder once it runs.
@@ -619,6 +631,7 @@ fn record(
     for c in session.cameras {
         sources.push(Box::new(c));
     }
+    sources.extend(session.bus);
     if sources.is_empty() {
         tracing::warn!("no sources configured: the recording will hold only edgerec's own topics");
     }

@@ -1809,6 +1809,18 @@ fn tuning_md_names_every_value() {
     }
 }
 
+/// The board's sysctl file and the `net.core.rmem_max` it sets.
+fn rmem_max(b: &Board) -> (String, u64) {
+    let text = b.read("sysctl.d/60-edgerec-dds.conf");
+    let max = text
+        .lines()
+        .filter_map(|l| l.split_once('='))
+        .find(|(k, _)| k.trim() == "net.core.rmem_max")
+        .and_then(|(_, v)| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{}: no net.core.rmem_max", b.name));
+    (text, max)
+}
+
 /// The kernel grants a socket at most net.core.rmem_max: the board's
 /// sysctl must allow the receive buffer edgerec's Cyclone DDS
 /// configuration asks for, or multi-MB samples are dropped before edgerec
@@ -1817,13 +1829,7 @@ fn tuning_md_names_every_value() {
 fn sysctl_allows_the_dds_receive_buffer_edgerec_asks_for() {
     let asked = edgerec_ros_dds_buffer();
     for b in boards() {
-        let text = b.read("sysctl.d/60-edgerec-dds.conf");
-        let max: u64 = text
-            .lines()
-            .filter_map(|l| l.split_once('='))
-            .find(|(k, _)| k.trim() == "net.core.rmem_max")
-            .and_then(|(_, v)| v.trim().parse().ok())
-            .unwrap_or_else(|| panic!("{}: no net.core.rmem_max", b.name));
+        let (_, max) = rmem_max(&b);
         assert!(
             max >= asked,
             "{}: rmem_max {max} < the {asked} edgerec asks for",
@@ -1848,5 +1854,138 @@ fn edgerec_ros_dds_buffer() -> u64 {
         "kB" | "KiB" => 1 << 10,
         "" | "B" => 1,
         other => panic!("unit {other}"),
+    }
+}
+
+/// A `[[can]]` interface or `[[udp]]` stream needs its socket family: the
+/// unit's `RestrictAddressFamilies=` (seccomp) must allow AF_CAN and
+/// AF_INET, or `socket(2)` fails with EAFNOSUPPORT under systemd only.
+#[test]
+fn the_unit_lets_the_bus_sources_open_their_sockets() {
+    for b in boards() {
+        let unit = b.unit("edgerec.service");
+        let Some(families) = unit.get("Service", "RestrictAddressFamilies") else {
+            continue;
+        };
+        for f in ["AF_CAN", "AF_INET"] {
+            assert!(
+                families.split_whitespace().any(|x| x == f),
+                "{}: RestrictAddressFamilies={families} lacks {f}",
+                b.name
+            );
+        }
+    }
+}
+
+/// The receive buffers `[[udp]]` and `[[can]]` ask for by default fit
+/// under the board's `net.core.rmem_max` (edgerec has no CAP_NET_ADMIN to
+/// force more).
+#[test]
+fn sysctl_allows_the_bus_receive_buffers() {
+    let udp = edgerec_config::UdpConfig::new("/x", "0.0.0.0:1".parse().unwrap()).receive_buffer;
+    let can = edgerec_config::CanConfig::new("can0").receive_buffer;
+    for b in boards() {
+        let (text, max) = rmem_max(&b);
+        assert!(
+            max >= udp.max(can),
+            "{}: rmem_max {max} < {}",
+            b.name,
+            udp.max(can)
+        );
+        assert!(
+            text.contains("[[udp]]") && text.contains("[[can]]"),
+            "{}: say why",
+            b.name
+        );
+    }
+}
+
+/// Each board's CAN interfaces are brought up by systemd-networkd with a
+/// bitrate, a restart after bus-off and listen-only mode; each `[[can]]`
+/// of the board's default configuration has its `.network` file, and every
+/// setting is explained in TUNING.md.
+#[test]
+fn can_network_files_bring_the_interfaces_up_for_a_listening_recorder() {
+    for b in boards() {
+        let dir = b.file("network");
+        let files: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .map(|r| r.filter_map(|e| e.ok().map(|e| e.path())).collect())
+            .unwrap_or_default();
+        let mut names = Vec::new();
+        for f in &files {
+            assert_eq!(
+                f.extension().and_then(|e| e.to_str()),
+                Some("network"),
+                "{}",
+                f.display()
+            );
+            let u = Unit::load(f);
+            let name = u
+                .get("Match", "Name")
+                .unwrap_or_else(|| panic!("{}: no [Match] Name=", f.display()));
+            assert!(name.starts_with("can"), "{}: Name={name}", f.display());
+            names.push(name.to_owned());
+            let rate = u
+                .get("CAN", "BitRate")
+                .unwrap_or_else(|| panic!("{}: no BitRate=", f.display()));
+            assert!(
+                rate.trim_end_matches(['K', 'M']).parse::<u32>().is_ok(),
+                "{}: BitRate={rate}",
+                f.display()
+            );
+            assert!(
+                u.get("CAN", "RestartSec").is_some(),
+                "{}: no RestartSec= (restart-ms)",
+                f.display()
+            );
+            assert_eq!(
+                u.get("CAN", "ListenOnly"),
+                Some("yes"),
+                "{}: a recorder listens",
+                f.display()
+            );
+            assert_eq!(
+                u.get("Link", "RequiredForOnline"),
+                Some("no"),
+                "{}",
+                f.display()
+            );
+            if u.get("CAN", "FDMode") == Some("yes") {
+                assert!(
+                    u.get("CAN", "DataBitRate").is_some(),
+                    "{}: FD without DataBitRate=",
+                    f.display()
+                );
+            }
+            let tuning = std::fs::read_to_string(
+                b.home_of(&format!(
+                    "network/{}",
+                    f.file_name().unwrap().to_string_lossy()
+                ))
+                .join("TUNING.md"),
+            )
+            .unwrap();
+            for key in [
+                "BitRate=",
+                "RestartSec=",
+                "ListenOnly=",
+                "RequiredForOnline=",
+            ] {
+                assert!(
+                    tuning.contains(key),
+                    "{}: TUNING.md does not explain {key}",
+                    b.name
+                );
+            }
+        }
+        for c in &b.config().can {
+            assert!(
+                names.contains(&c.interface),
+                "{}: [[can]] {} has no network/*.network to bring it up",
+                b.name,
+                c.interface
+            );
+        }
+        println!("{}: CAN interfaces brought up: {names:?}", b.name);
     }
 }

@@ -370,12 +370,46 @@ pub struct BatteryStateSpec<'a> {
     pub serial_number: &'a str,
 }
 
+/// One classic CAN frame as `can_msgs/msg/Frame` (see [`msg::can_frame_into`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CanFrameSpec<'a> {
+    /// The identifier without SocketCAN's flag bits (11 or 29 bits), or
+    /// for an error frame its error class bits.
+    pub id: u32,
+    /// A remote transmission request.
+    pub is_rtr: bool,
+    /// A 29-bit identifier.
+    pub is_extended: bool,
+    /// An error frame.
+    pub is_error: bool,
+    /// The data length code: 0 to 8, or 9 to 15 for an 8-byte frame whose
+    /// controller reported a raw DLC above 8.
+    pub dlc: u8,
+    /// Up to 8 data bytes; the message's `uint8[8]` is padded with zeros.
+    pub data: &'a [u8],
+}
+
+/// One CAN FD frame as `ros2_socketcan_msgs/msg/FdFrame` (see
+/// [`msg::fd_frame_into`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FdFrameSpec<'a> {
+    /// The identifier without SocketCAN's flag bits.
+    pub id: u32,
+    /// A 29-bit identifier.
+    pub is_extended: bool,
+    /// An error frame.
+    pub is_error: bool,
+    /// The data bytes, at most 64; `len` is their count.
+    pub data: &'a [u8],
+}
+
 /// Builders for the messages edgerec's synthetic source emits. Each returns
 /// the encoded message; its `_into` twin appends it to a caller's buffer
 /// (reused across messages, so nothing is allocated) and returns its length.
 pub mod msg {
     use super::{
-        BatteryStateSpec, CdrWriter, ClockQualitySpec, DiagnosticStatusSpec, PointFieldSpec, Time,
+        BatteryStateSpec, CanFrameSpec, CdrWriter, ClockQualitySpec, DiagnosticStatusSpec,
+        FdFrameSpec, PointFieldSpec, Time,
     };
 
     /// Header, length prefixes and the worst-case padding of the fixed fields
@@ -559,6 +593,57 @@ pub mod msg {
             .u8(is_bigendian)
             .u32(step)
             .bytes_with(data_len, fill);
+        w.finish()
+    }
+
+    /// `can_msgs/msg/Frame`, appended to `buf`; returns the message length.
+    /// Data past 8 bytes is not written (a classic frame has no more).
+    pub fn can_frame_into(
+        buf: &mut Vec<u8>,
+        stamp: Time,
+        frame_id: &str,
+        f: &CanFrameSpec<'_>,
+    ) -> usize {
+        let mut data = [0u8; 8];
+        let n = f.data.len().min(8);
+        data[..n].copy_from_slice(&f.data[..n]);
+        let mut w = CdrWriter::append_to(buf);
+        w.header(stamp, frame_id)
+            .u32(f.id)
+            .bool(f.is_rtr)
+            .bool(f.is_extended)
+            .bool(f.is_error)
+            .u8(f.dlc);
+        for b in data {
+            w.u8(b);
+        }
+        w.finish()
+    }
+
+    /// `ros2_socketcan_msgs/msg/FdFrame`, appended to `buf`; returns the
+    /// message length. Data past 64 bytes is not written (`uint8[<=64]`).
+    pub fn fd_frame_into(
+        buf: &mut Vec<u8>,
+        stamp: Time,
+        frame_id: &str,
+        f: &FdFrameSpec<'_>,
+    ) -> usize {
+        let data = &f.data[..f.data.len().min(64)];
+        let mut w = CdrWriter::append_to(buf);
+        w.header(stamp, frame_id)
+            .u32(f.id)
+            .bool(f.is_extended)
+            .bool(f.is_error)
+            .u8(data.len() as u8)
+            .bytes(data);
+        w.finish()
+    }
+
+    /// `edgerec_msgs/msg/Packet`: one received datagram from `source`
+    /// (`"address:port"`), appended to `buf`; returns the message length.
+    pub fn packet_into(buf: &mut Vec<u8>, stamp: Time, source: &str, data: &[u8]) -> usize {
+        let mut w = CdrWriter::append_to(buf);
+        w.time(stamp).string(source).bytes(data);
         w.finish()
     }
 

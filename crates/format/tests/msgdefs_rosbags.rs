@@ -13,7 +13,9 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use edgerec_format::cdr::{msg, ClockQualitySpec, DiagnosticStatusSpec, PointFieldSpec, Time};
+use edgerec_format::cdr::{
+    msg, CanFrameSpec, ClockQualitySpec, DiagnosticStatusSpec, FdFrameSpec, PointFieldSpec, Time,
+};
 use edgerec_format::msgdefs;
 
 /// Exit status msgdefs_check.py uses for "reference packages not importable".
@@ -421,6 +423,105 @@ fn samples() -> Vec<Sample> {
                 ("grandmaster", J::s(q.grandmaster)),
                 ("gm_present", J::B(q.gm_present)),
                 ("source", J::s(q.source)),
+            ]),
+        });
+    }
+    // CAN frames: a classic one with 3 bytes (padded to the fixed 8), an
+    // extended remote request, an error frame; FD frames of 0, 12 and 64
+    // bytes (the bounded sequence's count, then the bytes).
+    let stamp = Time::from(1_700_000_005_000_000_123);
+    for (n, f) in [
+        CanFrameSpec {
+            id: 0x123,
+            is_rtr: false,
+            is_extended: false,
+            is_error: false,
+            dlc: 3,
+            data: &[0xde, 0xad, 0xbe],
+        },
+        CanFrameSpec {
+            id: 0x1234_5678,
+            is_rtr: true,
+            is_extended: true,
+            is_error: false,
+            dlc: 8,
+            data: &[],
+        },
+        CanFrameSpec {
+            id: 0x40,
+            is_rtr: false,
+            is_extended: false,
+            is_error: true,
+            dlc: 8,
+            data: &[0, 0, 0, 0, 0, 0, 0x7f, 0x80],
+        },
+    ]
+    .iter()
+    .enumerate()
+    {
+        let mut padded = [0u8; 8];
+        padded[..f.data.len()].copy_from_slice(f.data);
+        let mut cdr = Vec::new();
+        msg::can_frame_into(&mut cdr, stamp, "can0", f);
+        out.push(Sample {
+            id: format!("can_frame_{n}"),
+            type_name: "can_msgs/msg/Frame",
+            cdr,
+            expected: J::O(vec![
+                ("header", header(stamp, "can0")),
+                ("id", J::I(f.id.into())),
+                ("is_rtr", J::B(f.is_rtr)),
+                ("is_extended", J::B(f.is_extended)),
+                ("is_error", J::B(f.is_error)),
+                ("dlc", J::I(f.dlc.into())),
+                ("data", J::bytes(&padded)),
+            ]),
+        });
+    }
+    let long: Vec<u8> = (0..64u8).map(|i| i.wrapping_mul(37)).collect();
+    for (n, data) in [&long[..0], &long[..12], &long[..]].iter().enumerate() {
+        let f = FdFrameSpec {
+            id: if n == 1 { 0x1abc_def0 } else { 0x7ff },
+            is_extended: n == 1,
+            is_error: false,
+            data,
+        };
+        let mut cdr = Vec::new();
+        msg::fd_frame_into(&mut cdr, stamp, "can1 brs", &f);
+        out.push(Sample {
+            id: format!("fd_frame_{n}"),
+            type_name: "ros2_socketcan_msgs/msg/FdFrame",
+            cdr,
+            expected: J::O(vec![
+                ("header", header(stamp, "can1 brs")),
+                ("id", J::I(f.id.into())),
+                ("is_extended", J::B(f.is_extended)),
+                ("is_error", J::B(false)),
+                ("len", J::I(data.len() as i64)),
+                ("data", J::bytes(data)),
+            ]),
+        });
+    }
+    // UDP packets: empty, odd-sized, an Ouster-sized one.
+    let big: Vec<u8> = (0..24_896u32).map(|i| (i * 7 % 251) as u8).collect();
+    for (n, (source, data)) in [
+        ("127.0.0.1:7502", &big[..0]),
+        ("192.168.1.201:7502", &big[..3]),
+        ("10.0.0.5:2368", &big[..]),
+    ]
+    .iter()
+    .enumerate()
+    {
+        let mut cdr = Vec::new();
+        msg::packet_into(&mut cdr, stamp, source, data);
+        out.push(Sample {
+            id: format!("packet_{n}"),
+            type_name: "edgerec_msgs/msg/Packet",
+            cdr,
+            expected: J::O(vec![
+                ("stamp", time(stamp)),
+                ("source", J::s(source)),
+                ("data", J::bytes(data)),
             ]),
         });
     }

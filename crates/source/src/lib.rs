@@ -68,7 +68,7 @@ pub mod table;
 pub use backoff::Backoff;
 pub use budget::MemoryBudget;
 pub use channel::{Channel, ChannelCounters, ChannelId, ChannelSpec};
-pub use clock::{RecordingClock, SystemClock};
+pub use clock::{ClockMap, KernelClock, Monotone, RecordingClock, SystemClock};
 pub use envelope::Envelope;
 pub use error::{RegisterError, SourceError};
 pub use intake::Intake;

@@ -155,6 +155,15 @@ impl SourceSink {
         self.intake.clock.now_ns()
     }
 
+    /// The offset from a kernel clock to the recording clock, sampled now
+    /// (exact for realtime stamps on a realtime recording clock): how a
+    /// source carries kernel timestamps to its log times.
+    #[inline]
+    pub fn clock_map(&self, base: crate::clock::KernelClock) -> crate::clock::ClockMap {
+        let clock = &self.intake.clock;
+        crate::clock::ClockMap::sample(base, clock.is_realtime(), || clock.now_ns())
+    }
+
     /// True when a message of `bytes` would fit in the shared budget now
     /// and recording is not paused. A load generator uses it to wait
     /// instead of offering what would be dropped; real sources just push.

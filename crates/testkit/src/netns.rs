@@ -30,11 +30,12 @@ pub struct Netns {
     pub name: String,
 }
 
-/// Why DDS tests cannot run here, if they cannot.
-pub fn skip_reason() -> Option<String> {
+/// Why network namespaces cannot be made here, if they cannot: not root,
+/// or no `ip` (iproute2).
+pub fn namespaces_unsupported() -> Option<String> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        return Some("DDS tests need root to create network namespaces".into());
+        return Some("the test needs root to create network namespaces".into());
     }
     if Command::new("ip")
         .arg("-V")
@@ -43,6 +44,14 @@ pub fn skip_reason() -> Option<String> {
         .is_err()
     {
         return Some("`ip` (iproute2) is not installed".into());
+    }
+    None
+}
+
+/// Why DDS tests cannot run here, if they cannot.
+pub fn skip_reason() -> Option<String> {
+    if let Some(why) = namespaces_unsupported() {
+        return Some(format!("DDS tests: {why}"));
     }
     if let Some(why) = multicast_unsupported() {
         return Some(why);

@@ -80,7 +80,7 @@ fn unknown_table() {
         (4, 2),
         Some("strorage"),
         "unknown key",
-        Some("did you mean `storage`? (valid keys: recording, storage, mcap, pipeline, sources, ros, segment, retention, clock, health, metrics, leds, camera, triggers, trigger)"),
+        Some("did you mean `storage`? (valid keys: recording, storage, mcap, pipeline, sources, ros, segment, retention, clock, health, metrics, leds, camera, can, udp, triggers, trigger)"),
     );
 }
 
@@ -118,7 +118,7 @@ fn unknown_key_that_belongs_in_another_table() {
         (2, 1),
         Some("root"),
         "unknown key",
-        Some("`root` belongs in [recording], not the top level (valid keys here: recording, storage, mcap, pipeline, sources, ros, segment, retention, clock, health, metrics, leds, camera, triggers, trigger)"),
+        Some("`root` belongs in [recording], not the top level (valid keys here: recording, storage, mcap, pipeline, sources, ros, segment, retention, clock, health, metrics, leds, camera, can, udp, triggers, trigger)"),
     );
 }
 

@@ -123,6 +123,8 @@ fn defaults_are_the_documented_values() {
             states: vec![],
         },
         camera: vec![],
+        can: vec![],
+        udp: vec![],
         triggers: TriggersConfig {
             pre: Duration::from_secs(10),
             post: Duration::from_secs(10),

@@ -95,7 +95,15 @@ do_install() {
 
     install -D -m 0644 "$board/linuxptp/ptp4l.conf" ${D}${sysconfdir}/linuxptp/edgerec-ptp4l.conf
 
-    # net.core.rmem_max for the DDS receive buffer (ROS 2 topics).
+    # systemd-networkd's bring-up of the board's CAN interfaces (bitrate,
+    # restart-ms, listen-only); boards without CAN have none.
+    install -d ${D}${systemd_unitdir}/network
+    for f in "$board"/network/*.network; do
+        [ -e "$f" ] || continue
+        install -m 0644 "$f" ${D}${systemd_unitdir}/network/
+    done
+
+    # net.core.rmem_max for the DDS, UDP and CAN receive buffers.
     install -d ${D}${sysconfdir}/sysctl.d
     for f in "$board"/sysctl.d/*.conf; do
         [ -e "$f" ] || continue
@@ -118,6 +126,7 @@ FILES:${PN}-jetson-clocks += "${systemd_system_unitdir}/jetson-clocks.service"
 # ${datadir}/edgerec is in FILES:${PN} by default (${datadir}/${BPN}).
 FILES:${PN} += "${nonarch_base_libdir}/udev/rules.d \
                 ${sysconfdir}/sysctl.d \
+                ${systemd_unitdir}/network \
                 ${systemd_system_unitdir} \
                 ${EDGEREC_DATA_DIR}"
 CONFFILES:${PN}-ptp = "${sysconfdir}/linuxptp/edgerec-ptp4l.conf"
