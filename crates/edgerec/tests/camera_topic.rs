@@ -142,7 +142,11 @@ fn an_image_topic_is_transcoded_frame_for_frame() {
         150,
         "each image is a frame or counted lost before the encoder: {video}"
     );
-    assert!(frames >= 140, "{frames} of 150 images transcoded: {video}");
+    // How many make it through depends on the CPU x265enc gets: 140+ of
+    // 150 on an idle 2-core machine, 118 with two other builds running
+    // (the leaky queue before the encoder holds three frames). The exact
+    // accounting above is the invariant; this only says most got through.
+    assert!(frames >= 100, "{frames} of 150 images transcoded: {video}");
     let session = r["session_dir"].as_str().unwrap();
     let o = Command::new(py)
         .arg(edgerec_testkit::workspace_root().join("tests/py/verify_video.py"))

@@ -590,8 +590,10 @@ struct GoodChunk {
     uncompressed_size: u64,
     uncompressed_crc: u32,
     compression: Compression,
-    /// Where the records field starts in the record body.
-    records_at: usize,
+    /// Where the records field lies in the record body: a chunk may carry
+    /// bytes after it (fields a later spec version appends), which the
+    /// rewritten chunk leaves out.
+    records: std::ops::Range<usize>,
     index: Vec<(u16, Vec<(u64, u64)>)>,
     schemas: Vec<records::Schema>,
     channels: Vec<records::Channel>,
@@ -600,7 +602,8 @@ struct GoodChunk {
 impl GoodChunk {
     /// The chunk to append, its records moved out of the record `body`.
     fn seal(self, mut body: Vec<u8>) -> SealedChunk {
-        body.drain(..self.records_at);
+        body.truncate(self.records.end);
+        body.drain(..self.records.start);
         SealedChunk::from_parts(
             self.start,
             self.end,
@@ -665,8 +668,11 @@ fn verify_chunk(
         uncompressed_size: c.uncompressed_size,
         uncompressed_crc: c.uncompressed_crc,
         compression,
-        // The records field is the tail of the body.
-        records_at: body.len() - c.records.len(),
+        // Where parse_chunk found the records field (a sub-slice of body).
+        records: {
+            let at = c.records.as_ptr() as usize - body.as_ptr() as usize;
+            at..at + c.records.len()
+        },
         index: index.into_iter().collect(),
         schemas,
         channels,
