@@ -15,7 +15,6 @@
 use std::fmt::Write as _;
 use std::fs::{self, File, OpenOptions};
 use std::io::Write;
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use crate::reader::read_summary;
@@ -270,8 +269,36 @@ pub fn write_file_atomic(dir: &Path, name: &str, data: &[u8]) -> std::io::Result
 }
 
 /// fsyncs a directory so a rename or create in it is durable.
+#[cfg(unix)]
 pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
     File::open(dir)?.sync_all()
+}
+
+/// Elsewhere (the any-OS tools on Windows) a directory cannot be opened
+/// for a sync, and NTFS journals its metadata: a rename there is as
+/// durable as the file system makes it, so there is nothing to do.
+#[cfg(not(unix))]
+pub fn sync_dir(_dir: &Path) -> std::io::Result<()> {
+    Ok(())
+}
+
+/// Makes a file read-only for everyone: mode 0444 on Unix through the
+/// open descriptor (whatever mode it was created with), the read-only
+/// attribute by path elsewhere (a handle opened for reading may not
+/// change attributes on Windows).
+fn make_read_only(file: &File, path: &Path) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = path;
+        file.set_permissions(fs::Permissions::from_mode(0o444))
+    }
+    #[cfg(not(unix))]
+    {
+        let mut p = file.metadata()?.permissions();
+        p.set_readonly(true);
+        fs::set_permissions(path, p)
+    }
 }
 
 /// Segment files of a bag directory, in segment order (`_<n>` numerically):
@@ -410,8 +437,7 @@ pub fn publish(from: &Path, to: &Path) -> Result<(), PublishError> {
     // enough to open: fchmod and fsync need a descriptor, not write
     // access, and a file left 0444 by an interrupted earlier try opens.
     let file = File::open(from).map_err(fail(PublishStep::Open, from))?;
-    file.set_permissions(fs::Permissions::from_mode(0o444))
-        .map_err(fail(PublishStep::ReadOnly, from))?;
+    make_read_only(&file, from).map_err(fail(PublishStep::ReadOnly, from))?;
     file.sync_all().map_err(fail(PublishStep::SyncFile, from))?;
     drop(file);
     fs::rename(from, to).map_err(fail(PublishStep::Rename, from))?;
@@ -460,6 +486,7 @@ pub fn qos_profile_yaml(reliable: bool, transient_local: bool, depth: u32) -> St
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     fn sample(version: MetadataVersion) -> BagMetadata {
         BagMetadata {

@@ -30,7 +30,6 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
 use std::io::{BufReader, BufWriter, Read, Write};
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 use crate::bag;
@@ -555,10 +554,23 @@ impl<R: Read> Source<R> {
     }
 }
 
+/// A positional read: `pread` on Unix; elsewhere a seek and read on the
+/// peek handle, which nothing else reads from.
+fn read_at(f: &File, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::FileExt::read_at(f, buf, offset)
+    }
+    #[cfg(windows)]
+    {
+        std::os::windows::fs::FileExt::seek_read(f, buf, offset)
+    }
+}
+
 fn read_at_most(f: &File, mut offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
     let mut got = 0;
     while got < buf.len() {
-        match f.read_at(&mut buf[got..], offset) {
+        match read_at(f, &mut buf[got..], offset) {
             Ok(0) => break,
             Ok(n) => {
                 got += n;
