@@ -128,8 +128,34 @@ pub fn parse_frame(s: &str, at: usize) -> Result<CanFrame, ParseError> {
         let v = nibble(c).ok_or_else(|| err(k, format!("`{}` is not a hex digit", c as char)))?;
         can_id = (can_id << 4) | u32::from(v);
     }
-    if digits == 8 && can_id & CAN_ERR_FLAG == 0 {
+    // candump prints an extended id as its 29 bits and an error frame as
+    // its class bits under CAN_ERR_FLAG, so eight digits are at most
+    // 3FFFFFFF; the EFF and RTR bits come from the syntax, never the
+    // digits (which would not print back the same).
+    if digits == 8 && can_id > (CAN_ERR_FLAG | CAN_EFF_MASK) {
+        return Err(err(
+            0,
+            format!(
+                "id {can_id:08X} is past 1FFFFFFF (extended) and 3FFFFFFF (an error frame, 2xxxxxxx)"
+            ),
+        ));
+    }
+    if digits == 3 && can_id > CAN_SFF_MASK {
+        return Err(err(
+            0,
+            format!("standard id {can_id:03X} is past 7FF (11 bits); an extended id has 8 digits"),
+        ));
+    }
+    let error_frame = can_id & CAN_ERR_FLAG != 0;
+    if digits == 8 && !error_frame {
         can_id |= CAN_EFF_FLAG;
+    }
+    if error_frame && matches!(b.get(i), Some(b'R' | b'r' | b'#')) {
+        return Err(err(
+            i,
+            "an error frame (2xxxxxxx) is classic data: `#` and up to 8 bytes, no `R` or `##`"
+                .to_owned(),
+        ));
     }
     if b.get(i).is_some_and(|&c| c == b'R' || c == b'r') {
         i += 1;
@@ -378,6 +404,14 @@ mod tests {
             ("(1.000000) can0 123#11_9", 23),
             ("(1.000000) can0 123##", 22),
             ("(1.000000) can0 123#00 extra", 24),
+            // Found by the candump_line fuzz target: the EFF and RTR bits
+            // written into the id's digits printed back as another id.
+            ("(1.000000) can0 FFFFFFF1##50001", 17),
+            ("(1.000000) can0 40000123#00", 17),
+            ("(1.000000) can0 AFF#", 17),
+            // An error frame is classic data.
+            ("(1.000000) can0 20000080##0", 26),
+            ("(1.000000) can0 20000080#R", 26),
         ] {
             let e = parse_line(line).unwrap_err();
             assert_eq!(e.column, column, "{line}: {e}");

@@ -1,0 +1,136 @@
+#!/usr/bin/env python3
+"""The any-OS tools as a Windows program: edgerec-tools.exe under Wine.
+
+usage: run.py EXE NATIVE WORK
+
+EXE is edgerec-tools.exe (x86_64-pc-windows-gnu), NATIVE the same
+commands built for this Linux host, WORK an empty directory. Real ROS 1
+bags are written by Debian's rosbag (tests/py/make_ros1_bags.py: none, bz2
+and lz4 chunks, several types, latched and several connections per topic,
+images larger than a chunk) and an MCAP file by Foxglove's Python writer
+(tests/py/write_reference_mcaps.py). For each bag, under Wine:
+
+- `info` and `check` print exactly what the Linux build prints, with the
+  same exit status;
+- `cat --json` of every topic prints exactly the Linux build's lines;
+- `convert` (ROS 1 to MCAP) and `convert --to ros2` (to a rosbag2
+  directory) write files that the Linux build's `check` accepts and whose
+  `cat --json` equals that of the Linux build's own conversion.
+
+A difference is printed and the script exits 1. Wine's own noise on
+stderr is not compared (WINEDEBUG=-all keeps most of it away); stdout and
+exit status are.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run(cmd, **kw):
+    return subprocess.run(cmd, capture_output=True, text=True, **kw)
+
+
+class Tools:
+    def __init__(self, exe, native, prefix):
+        self.exe = exe
+        self.native = native
+        self.env = dict(os.environ, WINEDEBUG="-all", WINEPREFIX=str(prefix))
+
+    def wine(self, *args):
+        return run(["wine", str(self.exe), *map(str, args)], env=self.env)
+
+    def linux(self, *args):
+        return run([str(self.native), *map(str, args)])
+
+
+failures = []
+
+
+def same(what, a, b):
+    if (a.returncode, a.stdout) != (b.returncode, b.stdout):
+        failures.append(what)
+        print(f"DIFFERENT {what}: exit {a.returncode} under Wine, {b.returncode} on Linux")
+        wl, ll = a.stdout.splitlines(), b.stdout.splitlines()
+        for i, (x, y) in enumerate(zip(wl, ll)):
+            if x != y:
+                print(f"  line {i + 1}:\n    wine:  {x[:200]}\n    linux: {y[:200]}")
+                break
+        else:
+            print(f"  {len(wl)} lines under Wine, {len(ll)} on Linux")
+        print(f"  wine stderr: {a.stderr.strip()[-400:]}")
+        return False
+    print(f"same {what}: exit {a.returncode}, {len(a.stdout.splitlines())} lines")
+    return True
+
+
+def topics_of(t, bag):
+    """The topics the Linux build's `cat --json` finds in the bag."""
+    out = t.linux("cat", bag, "--json")
+    if out.returncode != 0:
+        sys.exit(f"cat --json {bag} failed on Linux: {out.stderr}")
+    return sorted({json.loads(l)["topic"] for l in out.stdout.splitlines() if l})
+
+
+def main():
+    exe, native, work = (Path(a).resolve() for a in sys.argv[1:4])
+    work.mkdir(parents=True, exist_ok=True)
+    prefix = work / "wineprefix"
+    t = Tools(exe, native, prefix)
+    # The first start makes the Wine prefix (about 20 s); its output is
+    # not the program's.
+    t.wine("version")
+    os.chdir(work)
+    bags = work / "bags"
+    mk = run(["/usr/bin/python3", REPO / "tests/py/make_ros1_bags.py", "make", bags])
+    if mk.returncode != 0:
+        sys.exit(f"make_ros1_bags.py: {mk.stderr}")
+    ref = work / "ref"
+    py = REPO / ".venv/bin/python"
+    mk = run([py, REPO / "tests/py/write_reference_mcaps.py", ref])
+    if mk.returncode != 0:
+        sys.exit(f"write_reference_mcaps.py: {mk.stderr}")
+    inputs = [Path("bags") / f"{c}.bag" for c in ("none", "bz2", "lz4")]
+    inputs += sorted(p.relative_to(work) for p in ref.glob("*zstd*.mcap"))[:1]
+    for bag in inputs:
+        same(f"info {bag}", t.wine("info", bag), t.linux("info", bag))
+        same(f"check {bag}", t.wine("check", bag), t.linux("check", bag))
+        for topic in topics_of(t, bag):
+            same(f"cat {bag} --topic {topic} --json",
+                 t.wine("cat", bag, "--topic", topic, "--json"),
+                 t.linux("cat", bag, "--topic", topic, "--json"))
+        if bag.suffix != ".bag":
+            continue
+        for how, ext in ((), ".mcap"), (("--to", "ros2"), ".ros2"):
+            w = Path("out") / f"{bag.stem}.wine{ext}"
+            l = Path("out") / f"{bag.stem}.linux{ext}"
+            for p in (w, l):
+                shutil.rmtree(p, ignore_errors=True)
+                if p.is_file():
+                    p.unlink()
+            Path("out").mkdir(exist_ok=True)
+            cw, cl = t.wine("convert", *how, bag, w), t.linux("convert", *how, bag, l)
+            if cw.returncode != 0 or cl.returncode != 0:
+                failures.append(f"convert {how} {bag}")
+                print(f"FAILED convert {how} {bag}: wine {cw.returncode} {cw.stderr[-400:]}"
+                      f" linux {cl.returncode} {cl.stderr[-400:]}")
+                continue
+            chk = t.linux("check", w)
+            if chk.returncode != 0:
+                failures.append(f"check of Wine's convert {how} {bag}")
+                print(f"INVALID Wine's convert {how} {bag}: {chk.stdout}{chk.stderr}")
+                continue
+            same(f"cat of convert {' '.join(how) or '(ros1 mcap)'} {bag}",
+                 t.linux("cat", w, "--json"), t.linux("cat", l, "--json"))
+    if failures:
+        print(f"{len(failures)} differences: {failures}")
+        sys.exit(1)
+    print(f"the Windows build agrees with the Linux build on {len(inputs)} bags")
+
+
+if __name__ == "__main__":
+    main()
