@@ -1,6 +1,6 @@
-//! `edgerec export video|candump|pcap` and `edgerec import candump`: the
-//! CLI of `edgerec_camera::export` (with its progress line and summary)
-//! and of `edgerec_bus::export`. Video needs the `camera` feature; the
+//! `edgerec export csv|video|candump|pcap` and `edgerec import candump`:
+//! the CLI of `edgerec_tools` (csv), of `edgerec_camera::export` (with its
+//! progress line and summary) and of `edgerec_bus::export`. Video needs the `camera` feature; the
 //! bus exports do not (the static board build has them).
 
 use std::path::PathBuf;
@@ -33,6 +33,10 @@ pub struct ExportArgs {
 
 #[derive(clap::Subcommand, Debug)]
 enum What {
+    /// One topic of any bag (ROS 1 .bag, .mcap, rosbag2 directory) as CSV:
+    /// `log_time`, then the message's scalars by path, the header stamp
+    /// first (or the `--fields` named).
+    Csv(edgerec_tools::cli::CsvArgs),
     /// CAN topics (can_msgs/msg/Frame, ros2_socketcan_msgs/msg/FdFrame) as
     /// a `candump -L` log, merged by receive time: what canplayer,
     /// SavvyCAN, python-can and cantools read.
@@ -140,6 +144,7 @@ fn bus_summary(what: &str, unit: &str, s: &edgerec_bus::ExportSummary) {
 /// Runs `edgerec export ...`.
 pub fn run(args: &ExportArgs) -> ExitCode {
     match &args.what {
+        What::Csv(csv) => edgerec_tools::cli::csv_cmd(csv),
         What::Candump { bag, topic, output } => {
             match edgerec_bus::export_candump(bag, topic, output) {
                 Ok(s) => {

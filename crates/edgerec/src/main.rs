@@ -72,24 +72,40 @@ enum Cmd {
     /// Record ROS 2 topics into a bag directory until SIGINT, with `ros2
     /// bag record`'s flags and the same pipeline as `run`.
     Record(record_cmd::RecordArgs),
-    /// Describe a bag directory or an MCAP file (like `ros2 bag info`).
+    /// Describe a bag: a rosbag2 directory or an MCAP file (like `ros2
+    /// bag info`), or a ROS 1 .bag (like `rosbag info`). Exit 1 when a
+    /// file cannot be read.
     Info {
-        /// A bag directory or an .mcap file.
+        /// A bag directory, an .mcap file or a ROS 1 .bag.
         path: PathBuf,
     },
-    /// Export from a bag: `export candump BAG -o F.log`, `export pcap BAG
-    /// -o F.pcap`, `export video BAG --topic T -o OUT.mp4`.
+    /// Print decoded messages of any bag, one a line (`--json`: one JSON
+    /// object a line), like `rostopic echo -b` / `ros2 bag` without ROS.
+    Cat(edgerec_tools::cli::CatArgs),
+    /// Convert a ROS 1 bag to MCAP (`ros1` profile, as `mcap convert`) or,
+    /// with `--to ros2`, to a rosbag2 bag directory in CDR (as
+    /// rosbags-convert).
+    Convert(edgerec_tools::cli::ConvertArgs),
+    /// Write an indexed copy of an unindexed ROS 1 bag (a `.bag.active`
+    /// left by a power cut), keeping every whole message, those of a cut
+    /// last chunk included; the original is not touched.
+    Reindex(edgerec_tools::cli::ReindexArgs),
+    /// Export from a bag: `export csv BAG --topic T -o F.csv`, `export
+    /// candump BAG -o F.log`, `export pcap BAG -o F.pcap`, `export video
+    /// BAG --topic T -o OUT.mp4`.
     Export(export_cmd::ExportArgs),
     /// Import into a bag: `import candump F.log -o BAG`.
     Import(export_cmd::ImportArgs),
-    /// Verify a bag (structure and every CRC) or a configuration file;
-    /// exit 0 when valid, 1 when not.
+    /// Verify a bag (structure, index and every CRC the format has) or a
+    /// configuration file; exit 0 when valid, 1 when not.
     Check {
-        /// A bag directory, an .mcap file, or an edgerec .toml file.
+        /// A bag directory, an .mcap file, a ROS 1 .bag, or an edgerec
+        /// .toml file.
         path: PathBuf,
     },
     /// Recover unfinished segments (`.mcap.active`, left by a crash or
-    /// power cut) into closed files, and rewrite the bag's metadata.yaml.
+    /// power cut) into closed files, and rewrite the bag's metadata.yaml;
+    /// a ROS 1 `.bag.active` is reindexed beside itself (as `reindex`).
     /// Exit 0 when nothing was lost beyond the unsynced tail, 3 when a
     /// corrupt record was skipped, 1 when nothing was recoverable.
     Recover {
@@ -185,40 +201,19 @@ fn main() -> ExitCode {
                 ExitCode::from(EXIT_CONFIG)
             }
         },
-        Cmd::Info { path } => match info::inspect(&path) {
-            #[cfg_attr(not(feature = "camera"), allow(unused_mut))]
-            Ok(mut i) => {
-                // Video topics' picture size, rate, bitrate and keyframe
-                // interval (not in the camera-less board build).
-                #[cfg(feature = "camera")]
-                edgerec_camera::figures::annotate(&mut i);
-                print!("{i}");
-                // A file it could not read is an error, after the listing
-                // (which still says what the rest holds).
-                let broken = i
-                    .files
-                    .iter()
-                    .filter(|f| matches!(f.state, info::FileState::Broken(_)))
-                    .count();
-                if broken == 0 {
-                    ExitCode::SUCCESS
-                } else {
-                    eprintln!(
-                        "edgerec info: {broken} file(s) of {} unreadable (see UNREADABLE above; `edgerec check` names the first problem, `edgerec recover` rescues an unfinished MCAP file)",
-                        path.display()
-                    );
-                    ExitCode::from(1)
-                }
-            }
-            Err(e) => {
-                eprintln!("edgerec info: {}: {e}", path.display());
-                ExitCode::from(1)
-            }
-        },
+        Cmd::Info { path } => edgerec_tools::cli::info(&path, |_i| {
+            // Video topics' picture size, rate, bitrate and keyframe
+            // interval (not in the camera-less board build).
+            #[cfg(feature = "camera")]
+            edgerec_camera::figures::annotate(_i);
+        }),
+        Cmd::Cat(args) => edgerec_tools::cli::cat_cmd(&args),
+        Cmd::Convert(args) => edgerec_tools::cli::convert_cmd(&args),
+        Cmd::Reindex(args) => edgerec_tools::cli::reindex_cmd(&args),
         Cmd::Export(args) => export_cmd::run(&args),
         Cmd::Import(args) => export_cmd::import(&args),
         Cmd::Check { path } => check(&path),
-        Cmd::Recover { path } => recover_cmd(&path),
+        Cmd::Recover { path } => edgerec_tools::cli::recover_cmd(&path),
         Cmd::Status {
             config,
             socket,
@@ -277,52 +272,7 @@ fn check(path: &Path) -> ExitCode {
             }
         };
     }
-    match info::check(path) {
-        Ok(results) => {
-            let mut ok = true;
-            for r in results {
-                match r.result {
-                    Ok(rep) => println!(
-                        "OK      {}: {} messages in {} chunks, {} channels, {}",
-                        r.path.display(),
-                        rep.messages,
-                        rep.chunks,
-                        rep.channels,
-                        checked_note(&rep)
-                    ),
-                    Err(e) => {
-                        ok = false;
-                        println!("INVALID {}: {e}", r.path.display());
-                    }
-                }
-            }
-            if ok {
-                ExitCode::SUCCESS
-            } else {
-                ExitCode::from(1)
-            }
-        }
-        Err(e) => {
-            println!("INVALID {}: {e}", path.display());
-            ExitCode::from(1)
-        }
-    }
-}
-
-/// What `check` could not verify in a valid file: CRCs its writer left
-/// out and chunks it did not index (both optional in the spec).
-fn checked_note(rep: &edgerec_format::reader::CheckReport) -> String {
-    let mut note = match rep.crcs_absent {
-        0 => "every CRC verified".to_owned(),
-        n => format!("{n} CRC(s) absent (the writer left them 0; those parts are not verified)"),
-    };
-    if rep.unindexed_chunks > 0 {
-        note.push_str(&format!(
-            ", {} chunk(s) without message indexes",
-            rep.unindexed_chunks
-        ));
-    }
-    note
+    edgerec_tools::cli::check(path)
 }
 
 fn status_cmd(config: &Path, socket: Option<&Path>, json: bool) -> ExitCode {
@@ -374,35 +324,6 @@ fn status_cmd(config: &Path, socket: Option<&Path>, json: bool) -> ExitCode {
                 socket.display(),
                 text
             );
-            ExitCode::from(1)
-        }
-    }
-}
-
-fn recover_cmd(path: &Path) -> ExitCode {
-    let result = if path.is_dir() {
-        recover::recover_dir(path)
-    } else {
-        recover::recover_file(path).map(|r| vec![r])
-    };
-    match result {
-        Ok(reports) if reports.is_empty() => {
-            println!("{}: no .active segment, nothing to recover", path.display());
-            ExitCode::SUCCESS
-        }
-        Ok(reports) => {
-            for r in &reports {
-                println!("{r}");
-            }
-            let worst = reports
-                .iter()
-                .map(|r| r.outcome)
-                .max_by_key(|o| o.severity())
-                .map_or(0, |o| o.exit_code());
-            ExitCode::from(worst)
-        }
-        Err(e) => {
-            eprintln!("edgerec recover: {}: {e}", path.display());
             ExitCode::from(1)
         }
     }

@@ -203,7 +203,8 @@ pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
     (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
-fn fmt_time(ns: u64) -> String {
+/// `ns` since the epoch as `YYYY-MM-DD HH:MM:SS.nnnnnnnnn UTC (s.nnnnnnnnn)`.
+pub fn fmt_time(ns: u64) -> String {
     let secs = ns / 1_000_000_000;
     let days = (secs / 86_400) as i64;
     let (y, m, d) = civil_from_days(days);

@@ -107,6 +107,31 @@ impl<R: Read + Seek> Bag<R> {
     }
 }
 
+impl<R: Read + Seek> Bag<R> {
+    /// (conn, time) of every whole message in one chunk, in chunk order,
+    /// read from the chunk itself (decompressed, every record parsed).
+    pub fn chunk_message_times(&mut self, chunk: &ChunkRef) -> Result<Vec<(u32, Time)>> {
+        let head = self.reader.read_head(chunk.pos)?;
+        let header = ChunkHeader::parse(&head.fields()?, chunk.pos)?;
+        let plain = if chunk.cut {
+            let data = self.reader.read_data_available(&head)?;
+            chunk::decompress_lenient(header, data, chunk.pos).0
+        } else {
+            chunk::decompress(header, self.reader.read_data(&head)?, chunk.pos)?
+        };
+        let mut out = Vec::new();
+        for item in ChunkWalk::new(&plain, chunk.pos) {
+            match item {
+                Ok(ChunkItem::Message { conn, time, .. }) => out.push((conn, time)),
+                Ok(ChunkItem::Connection(_)) => {}
+                Err(_) if chunk.cut => break,
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(out)
+    }
+}
+
 /// A message found in the current chunk: where its data lies.
 #[derive(Debug)]
 struct Pending {

@@ -84,10 +84,34 @@ impl Summary {
 /// missing or do not match the chunk's counts.
 fn chunk_index<R: Read + Seek>(
     r: &mut RecordReader<R>,
-    mut pos: u64,
+    pos: u64,
     chunk: &ChunkRef,
 ) -> Option<Vec<ConnCount>> {
     let mut out = Vec::new();
+    for (conn, times) in chunk_index_times(r, pos, chunk)? {
+        out.push(ConnCount {
+            conn,
+            count: times.len() as u32,
+            first: times.iter().copied().min()?,
+            last: times.iter().copied().max()?,
+        });
+    }
+    out.sort_by_key(|c| c.conn);
+    Some(out)
+}
+
+/// Message times per connection, as the index data records after a chunk
+/// list them.
+pub type ConnTimes = Vec<(u32, Vec<Time>)>;
+
+/// The index data records after a whole chunk, as (conn, times); `None`
+/// when they are missing or do not match the chunk's counts.
+fn chunk_index_times<R: Read + Seek>(
+    r: &mut RecordReader<R>,
+    mut pos: u64,
+    chunk: &ChunkRef,
+) -> Option<ConnTimes> {
+    let mut out: Vec<(u32, Vec<Time>)> = Vec::new();
     while out.len() < chunk.counts.len() {
         let head = r.read_head(pos).ok()?;
         let fields = head.fields().ok()?;
@@ -95,22 +119,58 @@ fn chunk_index<R: Read + Seek>(
             break;
         }
         let idx = IndexData::parse(&fields, &r.read_data(&head).ok()?).ok()?;
-        out.push(ConnCount {
-            conn: idx.conn,
-            count: idx.entries.len() as u32,
-            first: idx.entries.iter().map(|e| e.time).min()?,
-            last: idx.entries.iter().map(|e| e.time).max()?,
-        });
+        out.push((idx.conn, idx.entries.iter().map(|e| e.time).collect()));
         pos = head.end();
     }
-    out.sort_by_key(|c| c.conn);
+    let mut found: Vec<_> = out.iter().map(|(c, t)| (*c, t.len() as u32)).collect();
+    found.sort();
     let mut expected: Vec<_> = chunk.counts.iter().map(|c| (c.conn, c.count)).collect();
     expected.sort();
-    let found: Vec<_> = out.iter().map(|c| (c.conn, c.count)).collect();
     (found == expected).then_some(out)
 }
 
 impl<R: Read + Seek> Bag<R> {
+    /// The index data records after a whole chunk, as (conn, times), read
+    /// without decompressing it; `None` when they are missing or their
+    /// counts differ from the chunk info's.
+    pub fn chunk_index_times(&mut self, chunk: &ChunkRef) -> Result<Option<ConnTimes>> {
+        let head = self.reader.read_head(chunk.pos)?;
+        Ok(chunk_index_times(&mut self.reader, head.end(), chunk))
+    }
+
+    /// Every message's time per connection, sorted: from the index data
+    /// records after each chunk (no decompression), or, for a chunk without
+    /// a usable index (a cut one, a scanned bag), from the chunk itself.
+    /// What `rosbag info --freq` computes its median frequency from.
+    pub fn message_times(&mut self) -> Result<BTreeMap<u32, Vec<Time>>> {
+        let mut times: BTreeMap<u32, Vec<Time>> = BTreeMap::new();
+        let chunks = self.chunks.clone();
+        for chunk in &chunks {
+            let from_index = if chunk.cut {
+                None
+            } else {
+                let head = self.reader.read_head(chunk.pos)?;
+                chunk_index_times(&mut self.reader, head.end(), chunk)
+            };
+            match from_index {
+                Some(list) => {
+                    for (conn, t) in list {
+                        times.entry(conn).or_default().extend(t);
+                    }
+                }
+                None => {
+                    for m in self.chunk_message_times(chunk)? {
+                        times.entry(m.0).or_default().push(m.1);
+                    }
+                }
+            }
+        }
+        for t in times.values_mut() {
+            t.sort_unstable();
+        }
+        Ok(times)
+    }
+
     /// Summarises the bag: reads every chunk's header and index data, no
     /// message data.
     pub fn summary(&mut self) -> Result<Summary> {

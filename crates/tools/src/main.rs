@@ -1,0 +1,81 @@
+//! `edgerec-tools`: the read-only bag commands of `edgerec` as a program
+//! for any OS (Linux, Windows, macOS): no recorder, no io_uring, no
+//! GStreamer. It only wires [`edgerec_tools::cli`].
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use edgerec_tools::cli;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "edgerec-tools",
+    version,
+    about = "ROS 1 bags, MCAP files and rosbag2 directories without ROS: info, check, cat, export csv, convert, reindex"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand, Debug)]
+enum Cmd {
+    /// Describe a bag (like `rosbag info` / `ros2 bag info`); exit 1 when
+    /// a file cannot be read.
+    Info {
+        /// A ROS 1 .bag, an .mcap file or a rosbag2 bag directory.
+        path: PathBuf,
+    },
+    /// Verify a bag's structure, index and CRCs; exit 0 when valid, 1 when
+    /// not, naming the first problem and its byte offset.
+    Check {
+        /// A ROS 1 .bag, an .mcap file or a rosbag2 bag directory.
+        path: PathBuf,
+    },
+    /// Print decoded messages, one a line (`--json`: one JSON object).
+    Cat(cli::CatArgs),
+    /// Export: `export csv BAG --topic T -o F.csv`.
+    Export {
+        #[command(subcommand)]
+        what: Export,
+    },
+    /// Convert a ROS 1 bag to MCAP (`ros1` profile) or, with `--to ros2`,
+    /// to a rosbag2 bag directory in CDR.
+    Convert(cli::ConvertArgs),
+    /// Write an indexed copy of an unindexed ROS 1 bag (`.bag.active`),
+    /// keeping every whole message; the original is not touched.
+    Reindex(cli::ReindexArgs),
+    /// Recover: a ROS 1 bag as `reindex`; MCAP `.active` segments closed.
+    Recover {
+        /// A bag directory, an .mcap(.active) file or a ROS 1 bag.
+        path: PathBuf,
+    },
+    /// Print the version.
+    Version,
+}
+
+#[derive(Subcommand, Debug)]
+enum Export {
+    /// One topic as CSV: `log_time`, then the message's scalars by path.
+    Csv(cli::CsvArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.cmd {
+        Cmd::Info { path } => cli::info(&path, |_| {}),
+        Cmd::Check { path } => cli::check(&path),
+        Cmd::Cat(args) => cli::cat_cmd(&args),
+        Cmd::Export {
+            what: Export::Csv(args),
+        } => cli::csv_cmd(&args),
+        Cmd::Convert(args) => cli::convert_cmd(&args),
+        Cmd::Reindex(args) => cli::reindex_cmd(&args),
+        Cmd::Recover { path } => cli::recover_cmd(&path),
+        Cmd::Version => {
+            println!("edgerec-tools {}", env!("CARGO_PKG_VERSION"));
+            ExitCode::SUCCESS
+        }
+    }
+}
