@@ -56,10 +56,14 @@ ensure_gstreamer() {
 }
 
 # The Python readers and ROS 2 test peers (tests/py/ros2peer.py) used by the
-# tests, in $REPO/.venv, pinned. cyclonedds 11.0.1 has wheels (with libddsc)
-# for Linux x86_64 but none for Linux aarch64, where pip would build it from
-# source, which needs a Cyclone DDS C install (CYCLONEDDS_HOME).
-PY_PACKAGES=("mcap==1.6.0" "mcap-ros2-support==0.6.0" "rosbags==0.11.9" "cyclonedds==11.0.1")
+# tests, in $REPO/.venv, pinned. mcap-ros1-support 0.9.0 (the newest; it
+# wants mcap>=1.6.0) decodes the ros1-profile MCAP of `edgerec-tools
+# convert` (tests/py/read_converted.py). cyclonedds 11.0.1 has wheels (with
+# libddsc) for Linux x86_64 but none for Linux aarch64, where pip would
+# build it from source, which needs a Cyclone DDS C install
+# (CYCLONEDDS_HOME).
+PY_PACKAGES=("mcap==1.6.0" "mcap-ros2-support==0.6.0" "mcap-ros1-support==0.9.0" "rosbags==0.11.9"
+    "cyclonedds==11.0.1")
 ensure_venv() {
     local py="$REPO/.venv/bin/python"
     if [ ! -x "$py" ]; then
@@ -71,8 +75,8 @@ ensure_venv() {
     fi
     if ! "$py" - <<'PY' 2>/dev/null
 import importlib.metadata as m, sys
-want = {"mcap": "1.6.0", "mcap-ros2-support": "0.6.0", "rosbags": "0.11.9",
-        "cyclonedds": "11.0.1"}
+want = {"mcap": "1.6.0", "mcap-ros2-support": "0.6.0", "mcap-ros1-support": "0.9.0",
+        "rosbags": "0.11.9", "cyclonedds": "11.0.1"}
 sys.exit(0 if all(m.version(k) == v for k, v in want.items()) else 1)
 PY
     then

@@ -43,6 +43,10 @@ use edgerec_format::msgtype::{Arity, Dialect, FieldKind, Primitive, TypeId, Type
 const SEPARATOR: &str =
     "================================================================================";
 
+/// The most elements an array of a type without fields may have (they
+/// take no bytes in ROS 1, so the payload cannot bound their count).
+const MAX_EMPTY_ELEMENTS: usize = 1 << 20;
+
 /// What ROS 2 calls a ROS 1 type, in the short `pkg/Type` form that
 /// definitions use (`None` for the ROS 1 built-ins handled apart).
 fn short_name(ros1: &str) -> String {
@@ -286,12 +290,17 @@ impl Conv<'_> {
                 n as usize
             }
         };
-        // A count the payload cannot hold is refused before any loop.
-        let min = ty.table.min_size(kind).max(1);
-        if count
-            .checked_mul(min)
-            .is_none_or(|need| need > self.src.len() - self.at)
-        {
+        // A count the payload cannot hold is refused before any loop; an
+        // element without fields takes no ROS 1 bytes but one CDR byte, so
+        // its count is bounded instead.
+        let min = ty.table.min_size(kind);
+        let fits = match min {
+            0 => count <= MAX_EMPTY_ELEMENTS,
+            m => count
+                .checked_mul(m)
+                .is_some_and(|need| need <= self.src.len() - self.at),
+        };
+        if !fits {
             return Err(self.short());
         }
         match kind {
@@ -379,6 +388,23 @@ mod tests {
             roundtrip("p/T", &def, &m),
             r#"{"a":9,"s":"hi","v":[1.5,-2.0],"f":[3,-4],"ins":[{"b":-1,"c":77}]}"#
         );
+    }
+
+    #[test]
+    fn types_without_fields_convert_alone_and_in_arrays() {
+        // rosidl's one-byte member, which ROS 2 readers add to empty types.
+        let empty = r#"{"structure_needs_at_least_one_member":0}"#;
+        assert_eq!(roundtrip("std_msgs/Empty", "", &[]), empty);
+        let def = format!("std_msgs/Empty[] ee\n{SEPARATOR}\nMSG: std_msgs/Empty\n");
+        assert_eq!(
+            roundtrip("p/E", &def, &3u32.to_le_bytes()),
+            format!(r#"{{"ee":[{empty},{empty},{empty}]}}"#)
+        );
+        let t = Ros2Type::from_ros1("p/E", &def).unwrap();
+        let e = t
+            .convert(&u32::MAX.to_le_bytes(), &mut Vec::new())
+            .unwrap_err();
+        assert!(matches!(e, MapError::Truncated { .. }), "{e}");
     }
 
     #[test]

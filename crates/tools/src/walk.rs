@@ -49,7 +49,9 @@ impl Decoder {
     /// The decoder for a message of `type_name` defined by `definition`
     /// in `dialect` (an empty definition is rosbag2's "unknown type").
     pub fn new(type_name: &str, definition: &str, dialect: Dialect) -> Decoder {
-        let table = if definition.trim().is_empty() {
+        // An empty ROS 2 schema is rosbag2's "type unknown"; an empty ROS 1
+        // definition is a type without fields (std_msgs/Empty).
+        let table = if definition.trim().is_empty() && dialect == Dialect::Ros2 {
             Err("the bag holds no definition for it (empty schema)".to_owned())
         } else {
             TypeTable::parse_with(type_name, definition, dialect).map_err(|e| e.to_string())

@@ -1,0 +1,231 @@
+//! Generated bags, the oracles and the binary under test.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+/// Debian's python, where python3-rosbag is installed (not a venv's).
+pub const PYTHON: &str = "/usr/bin/python3";
+/// Debian's `rosbag` command.
+pub const ROSBAG: &str = "/usr/bin/rosbag";
+pub const COMPRESSIONS: [&str; 3] = ["none", "bz2", "lz4"];
+
+pub fn repo() -> PathBuf {
+    edgerec_testkit::workspace_root()
+}
+
+/// Runs `edgerec-tools ARGS`.
+pub fn tools<I, S>(args: I) -> Output
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<std::ffi::OsStr>,
+{
+    Command::new(env!("CARGO_BIN_EXE_edgerec-tools"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The directory of generated bags, made once per test process; `None`
+/// (after printing SKIP and why) where Debian's rosbag is missing.
+pub fn generated() -> Option<&'static Path> {
+    static DIR: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let dir = DIR.get_or_init(|| {
+        let probe = Command::new(PYTHON)
+            .args(["-c", "import rosbag, std_msgs.msg, sensor_msgs.msg, geometry_msgs.msg, tf2_msgs.msg"])
+            .output()
+            .map_err(|e| format!("{PYTHON} does not run: {e}"))?;
+        if !probe.status.success() {
+            return Err(format!(
+                "{PYTHON} cannot import Debian's rosbag and message packages (apt-get install python3-rosbag python3-std-msgs python3-sensor-msgs python3-geometry-msgs python3-tf2-msgs): {}",
+                String::from_utf8_lossy(&probe.stderr).trim()
+            ));
+        }
+        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("tools-bags");
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+        let out = Command::new(PYTHON)
+            .arg(repo().join("tests/py/make_ros1_bags.py"))
+            .arg("make")
+            .arg(&dir)
+            .output()
+            .map_err(|e| e.to_string())?;
+        assert!(
+            out.status.success(),
+            "make_ros1_bags.py failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Ok(dir)
+    });
+    match dir {
+        Ok(d) => Some(d),
+        Err(why) => {
+            println!("SKIP: {why}");
+            None
+        }
+    }
+}
+
+/// The venv with Foxglove's and rosbags' readers; `None` (after SKIP) when
+/// it is missing.
+pub fn venv() -> Option<PathBuf> {
+    let py = edgerec_testkit::python();
+    if py.is_none() {
+        println!("SKIP: the Python readers' venv is missing (scripts/test installs it)");
+    }
+    py
+}
+
+/// A scratch directory for one test.
+pub fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("tools-scratch")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// One decoded message: topic, log time, type and the message as JSON.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decoded {
+    pub topic: String,
+    pub log_time: u64,
+    pub type_name: String,
+    pub message: Value,
+}
+
+fn decoded(v: &Value) -> Decoded {
+    Decoded {
+        topic: v["topic"].as_str().unwrap().to_owned(),
+        log_time: v["log_time"].as_u64().unwrap(),
+        type_name: v["type"].as_str().unwrap().to_owned(),
+        message: v["message"].clone(),
+    }
+}
+
+fn load_dump(json: &Path) -> Vec<Decoded> {
+    let v: Value = serde_json::from_slice(&std::fs::read(json).unwrap()).unwrap();
+    v["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(decoded)
+        .collect()
+}
+
+/// A file for one dump of `of`: tests run in parallel on the same bags.
+fn unique_json(of: &Path, what: &str) -> PathBuf {
+    static N: AtomicU64 = AtomicU64::new(0);
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("tools-dumps");
+    std::fs::create_dir_all(&dir).unwrap();
+    let name = of.file_name().unwrap().to_string_lossy();
+    dir.join(format!(
+        "{name}.{what}.{}.{}.json",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ))
+}
+
+/// What Debian's rosbag decodes from `bag` (`ros2`: in the mapping a ROS 2
+/// conversion should give).
+pub fn rosbag_decodes(bag: &Path, ros2: bool) -> Vec<Decoded> {
+    let json = unique_json(bag, if ros2 { "oracle2" } else { "oracle1" });
+    let mut cmd = Command::new(PYTHON);
+    cmd.arg(repo().join("tests/py/ros1_oracle.py"));
+    if ros2 {
+        cmd.arg("--ros2");
+    }
+    let out = cmd.arg(bag).arg(&json).output().unwrap();
+    assert!(
+        out.status.success(),
+        "ros1_oracle.py cannot read {}: {}",
+        bag.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    load_dump(&json)
+}
+
+/// What a reference reader decodes from a converted file (`kind`:
+/// `mcap-ros1`, `rosbags`, `mcap-ros2`).
+pub fn reader_decodes(py: &Path, kind: &str, path: &Path) -> Vec<Decoded> {
+    let json = unique_json(path, kind);
+    let out = Command::new(py)
+        .arg(repo().join("tests/py/read_converted.py"))
+        .arg(kind)
+        .arg(path)
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{kind} cannot read {}: {}",
+        path.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    load_dump(&json)
+}
+
+/// `edgerec-tools cat --json` of `bag`.
+pub fn cat_json(bag: &Path) -> Vec<Decoded> {
+    let out = tools(["cat".as_ref(), bag.as_os_str(), "--json".as_ref()]);
+    assert!(
+        out.status.success(),
+        "cat --json {}: {}",
+        bag.display(),
+        stderr(&out)
+    );
+    stdout(&out)
+        .lines()
+        .map(|l| decoded(&serde_json::from_str(l).unwrap()))
+        .collect()
+}
+
+/// Messages per topic, in order: readers agree on the order within a
+/// topic (time order), not on how topics interleave at equal times.
+pub fn by_topic(msgs: &[Decoded]) -> BTreeMap<String, Vec<Decoded>> {
+    let mut out: BTreeMap<String, Vec<Decoded>> = BTreeMap::new();
+    for m in msgs {
+        out.entry(m.topic.clone()).or_default().push(m.clone());
+    }
+    out
+}
+
+/// Asserts that two readings hold the same messages, topic by topic, in
+/// order, naming the first difference.
+pub fn assert_same(ours: &[Decoded], theirs: &[Decoded], what: &str) {
+    let (a, b) = (by_topic(ours), by_topic(theirs));
+    assert_eq!(
+        a.keys().collect::<Vec<_>>(),
+        b.keys().collect::<Vec<_>>(),
+        "{what}: topics"
+    );
+    for (topic, mine) in &a {
+        let other = &b[topic];
+        assert_eq!(mine.len(), other.len(), "{what}: {topic} message count");
+        for (i, (x, y)) in mine.iter().zip(other).enumerate() {
+            assert_eq!(
+                x.log_time, y.log_time,
+                "{what}: {topic} message {i} log time"
+            );
+            assert_eq!(x.type_name, y.type_name, "{what}: {topic} message {i} type");
+            assert_eq!(
+                x.message, y.message,
+                "{what}: {topic} message {i} at {} ns differs",
+                x.log_time
+            );
+        }
+    }
+}

@@ -1,0 +1,294 @@
+#!/usr/bin/env python3
+"""The bag tools benchmark: `edgerec-tools` against the ROS tools people use
+on the same ROS 1 bag, in one run.
+
+First Debian's rosbag (python3-rosbag 1.15, run with /usr/bin/python3)
+writes one bench bag: sensor_msgs/Image 640x480 rgb8 on /camera/image at
+30 Hz and sensor_msgs/Imu on /imu, 125 per image (about 3.7 kHz), each
+message stamped and in time order, uncompressed (rosbag's default,
+768 KiB chunks, so each image ends a chunk; --compression lz4 for lz4
+chunks, about 4 % smaller: the images are a gradient with noise): 320
+images and 40,000 Imu, about 310 MB; with --short 40 and 5,000, about
+39 MB. Then, in rounds, each pair on that bag, one after the other, every
+command a process of its own timed from start to exit (start-up
+included), its output thrown away:
+
+  convert         edgerec-tools convert --to ros2 BAG OUT
+                  against rosbags-convert --src BAG --dst OUT2 --dst-storage mcap
+                  (rosbags 0.11.9, the venv's; both write a rosbag2 directory
+                  of CDR messages in MCAP)
+  info            edgerec-tools info BAG
+                  against Debian's rosbag info BAG (/usr/bin/rosbag)
+  cat/rosbags     edgerec-tools cat BAG --json > /dev/null
+                  against a rosbags AnyReader loop deserializing every message
+  cat/rosbag      the same edgerec-tools cat
+                  against a Debian rosbag read_messages() loop (every
+                  message deserialized by genpy)
+
+The Python loops only deserialize; edgerec-tools cat also prints every
+message as JSON (an image is about 3.5 MB of text), so the cat ratios are
+what a person gets from each tool, not a like-for-like decode speed.
+
+Throughput is the bag's size over the wall seconds (MB = 10^6 bytes); the
+median over the rounds (3, 1 with --short) is reported, with the ratio
+edgerec/other (above 1: edgerec-tools is faster), and the commands that
+reproduce each number.
+
+usage: bench_tools.py [--short] [--rounds N] [--bin PATH] [--json FILE]
+                      [--dir DIR] [--compression none|lz4]
+
+--bin defaults to target/release/edgerec-tools (under CARGO_TARGET_DIR when
+set), built with `cargo build --release -p edgerec-tools --bin
+edgerec-tools` when missing. The venv ($REPO/.venv, scripts/lib.sh
+ensure_venv; or EDGEREC_PYTHON) has rosbags; /usr/bin/python3 has Debian's
+rosbag (ensure_ros1_python). scripts/bench --tools runs this after both.
+
+Internal (what the rounds run; each prints nothing):
+  bench_tools.py --make-bag BAG [--short] [--compression C]   (/usr/bin/python3)
+  bench_tools.py --read rosbag BAG                            (/usr/bin/python3)
+  bench_tools.py --read rosbags BAG                           (the venv)
+"""
+import argparse
+import json
+import os
+import random
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TARGET = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target")) / "release"
+DEFAULT_BIN = TARGET / "edgerec-tools"
+SELF = Path(__file__).resolve()
+DEBIAN_PY = "/usr/bin/python3"
+VENV_PY = os.environ.get("EDGEREC_PYTHON", str(ROOT / ".venv/bin/python"))
+ROSBAGS_CONVERT = str(Path(VENV_PY).parent / "rosbags-convert")
+ROSBAG = shutil.which("rosbag", path="/usr/bin") or "/usr/bin/rosbag"
+
+# (images, Imu messages per image)
+FULL = (320, 125)
+SHORT = (40, 125)
+WIDTH, HEIGHT = 640, 480
+BASE_SEC = 1_700_000_000
+
+
+# --- run by /usr/bin/python3 -------------------------------------------------
+
+def make_bag(path, short, compression):
+    import genpy
+    import rosbag
+    from sensor_msgs.msg import Image, Imu
+
+    images, imu_per_image = SHORT if short else FULL
+    size = WIDTH * HEIGHT * 3
+    # A gradient with noise in its low 4 bits, as a camera's: lz4 gets
+    # little out of it, so --compression lz4 leaves the bag's size alike.
+    noise = random.Random(1).randbytes(size)
+    base = bytes(((x * 7 + (x >> 9)) & 0xF0) | (r & 0x0F) for x, r in zip(range(size), noise))
+    period_ns = 1_000_000_000 // 30
+
+    def stamp(ns):
+        return genpy.Time(BASE_SEC + ns // 1_000_000_000, ns % 1_000_000_000)
+
+    bag = rosbag.Bag(path, "w", compression=compression)
+    try:
+        for i in range(images):
+            t0 = i * period_ns
+            img = Image()
+            img.header.seq = i
+            img.header.stamp = stamp(t0)
+            img.header.frame_id = "camera"
+            img.height, img.width, img.encoding, img.step = HEIGHT, WIDTH, "rgb8", WIDTH * 3
+            k = (i * 7) % 256
+            img.data = base[k:] + base[:k]
+            bag.write("/camera/image", img, stamp(t0))
+            for j in range(imu_per_image):
+                n = i * imu_per_image + j
+                t = t0 + j * (period_ns // imu_per_image)
+                imu = Imu()
+                imu.header.seq = n
+                imu.header.stamp = stamp(t)
+                imu.header.frame_id = "imu_link"
+                imu.orientation.w = 1.0
+                imu.orientation.z = (n % 1000) * 1e-4
+                imu.angular_velocity.x = n * 1e-3
+                imu.angular_velocity.z = -n * 2e-3
+                imu.linear_acceleration.x = (n % 17) * 0.1
+                imu.linear_acceleration.z = 9.81
+                imu.orientation_covariance = [0.01 * (m + 1) for m in range(9)]
+                imu.angular_velocity_covariance = [0.02] * 9
+                imu.linear_acceleration_covariance = [0.03] * 9
+                bag.write("/imu", imu, stamp(t))
+    finally:
+        bag.close()
+
+
+def read_rosbag(path):
+    import rosbag
+
+    n = 0
+    with rosbag.Bag(path, "r") as bag:
+        for _topic, _msg, _t in bag.read_messages():
+            n += 1
+    return n
+
+
+# --- run by the venv -----------------------------------------------------------
+
+def read_rosbags(path):
+    from rosbags.highlevel import AnyReader
+
+    n = 0
+    with AnyReader([Path(path)]) as reader:
+        for conn, _t, raw in reader.messages():
+            reader.deserialize(raw, conn.msgtype)
+            n += 1
+    return n
+
+
+# --- the bench -------------------------------------------------------------------
+
+def q(cmd):
+    return " ".join(shlex.quote(str(c)) for c in cmd)
+
+
+def timed(cmd, cleanup=None):
+    """Wall seconds of cmd, output thrown away; exits on failure."""
+    if cleanup:
+        cleanup()
+    t0 = time.monotonic()
+    p = subprocess.run([str(c) for c in cmd], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    dt = time.monotonic() - t0
+    if p.returncode != 0:
+        raise SystemExit(f"bench_tools: `{q(cmd)}` exited {p.returncode}: {p.stderr[-2000:]}")
+    return dt
+
+
+def rmtree(path):
+    def go():
+        shutil.rmtree(path, ignore_errors=True)
+    return go
+
+
+def ensure_bin(path, given):
+    if path.exists():
+        return
+    if given:
+        sys.exit(f"bench_tools: {path} missing")
+    cmd = ["cargo", "build", "--release", "-p", "edgerec-tools", "--bin", "edgerec-tools"]
+    print(f"==> {path} missing: {q(cmd)}", file=sys.stderr, flush=True)
+    subprocess.run(cmd, cwd=ROOT, check=True)
+    if not path.exists():
+        sys.exit(f"bench_tools: {q(cmd)} did not make {path}")
+
+
+def bench(a):
+    tools = Path(a.bin) if a.bin else DEFAULT_BIN
+    ensure_bin(tools, bool(a.bin))
+    for p in (DEBIAN_PY, VENV_PY, ROSBAGS_CONVERT, ROSBAG):
+        if not Path(p).exists():
+            sys.exit(f"bench_tools: {p} missing (scripts/lib.sh: ensure_venv, ensure_ros1_python)")
+    rounds = 1 if a.short else a.rounds
+    work = Path(a.dir).resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    bag = work / "bench.bag"
+    make = [DEBIAN_PY, SELF, "--make-bag", bag, "--compression", a.compression] + (["--short"] if a.short else [])
+    print(f"==> writing the bench bag: {q(make)}", file=sys.stderr, flush=True)
+    bag.unlink(missing_ok=True)
+    t0 = time.monotonic()
+    subprocess.run([str(c) for c in make], check=True)
+    print(f"==> {bag}: {bag.stat().st_size / 1e6:.1f} MB in {time.monotonic() - t0:.1f} s", file=sys.stderr, flush=True)
+    mb = bag.stat().st_size / 1e6
+    images, per = SHORT if a.short else FULL
+    out, out2 = work / "edgerec-ros2", work / "rosbags-ros2"
+
+    edgerec_cat = [tools, "cat", bag, "--json"]
+    pairs = [
+        ("convert --to ros2", "rosbags-convert (mcap)",
+         ([tools, "convert", "--to", "ros2", bag, out], rmtree(out)),
+         ([ROSBAGS_CONVERT, "--src", bag, "--dst", out2, "--dst-storage", "mcap"], rmtree(out2))),
+        ("info", "rosbag info",
+         ([tools, "info", bag], None),
+         ([ROSBAG, "info", bag], None)),
+        ("cat --json", "rosbags AnyReader loop",
+         (edgerec_cat, None),
+         ([VENV_PY, SELF, "--read", "rosbags", bag], None)),
+        ("cat --json", "rosbag read_messages loop",
+         (edgerec_cat, None),
+         ([DEBIAN_PY, SELF, "--read", "rosbag", bag], None)),
+    ]
+    secs = {i: ([], []) for i in range(len(pairs))}
+    for rnd in range(rounds):
+        for i, (what, other, (ecmd, eclean), (ocmd, oclean)) in enumerate(pairs):
+            e = timed(ecmd, eclean)
+            o = timed(ocmd, oclean)
+            secs[i][0].append(e)
+            secs[i][1].append(o)
+            print(json.dumps({"round": rnd, "edgerec": what, "other": other,
+                              "edgerec_s": round(e, 3), "other_s": round(o, 3)}), flush=True)
+    rmtree(out)()
+    rmtree(out2)()
+
+    comp = "lz4 chunks" if a.compression == "lz4" else "uncompressed"
+    print()
+    print(f"bag: {bag}, {mb:.1f} MB, {images * (per + 1):,} messages ({images:,} sensor_msgs/Image "
+          f"{WIDTH}x{HEIGHT} rgb8, {images * per:,} sensor_msgs/Imu), {comp}; "
+          f"median of {rounds} round{'s' if rounds > 1 else ''}; MB/s = bag MB / wall s")
+    print(f"{'edgerec-tools':<20} {'MB/s':>9}  {'other':<27} {'MB/s':>9} {'edgerec/other':>14}")
+    results = []
+    for i, (what, other, (ecmd, _), (ocmd, _)) in enumerate(pairs):
+        e_s, o_s = statistics.median(secs[i][0]), statistics.median(secs[i][1])
+        e_r, o_r = mb / e_s, mb / o_s
+        print(f"{what:<20} {e_r:>9.1f}  {other:<27} {o_r:>9.1f} {e_r / o_r:>13.2f}x")
+        results.append({"edgerec": what, "other": other, "edgerec_mb_s": round(e_r, 2),
+                        "other_mb_s": round(o_r, 2), "ratio": round(e_r / o_r, 3),
+                        "edgerec_s": secs[i][0], "other_s": secs[i][1],
+                        "edgerec_cmd": q(ecmd), "other_cmd": q(ocmd)})
+    print()
+    print("reproduce: the bag, then each command timed (`time CMD`), its output thrown away:")
+    print(f"  {q(make)}")
+    seen = set()
+    for r in results:
+        for c in (r["edgerec_cmd"], r["other_cmd"]):
+            if c not in seen:
+                seen.add(c)
+                print(f"  {c} >/dev/null")
+    print(f"this run: python3 {q([SELF.relative_to(ROOT)] + sys.argv[1:])} "
+          f"(scripts/bench --tools passes its options on)")
+    if a.json:
+        Path(a.json).write_text(json.dumps({"bag_bytes": bag.stat().st_size, "rounds": rounds,
+                                            "compression": a.compression, "results": results}, indent=2))
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--short", action="store_true", help="a 39 MB bag, one round (CI)")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--bin", default="", help="the edgerec-tools binary (default target/release/edgerec-tools)")
+    ap.add_argument("--json", default="")
+    ap.add_argument("--dir", default=str(ROOT / "data/bench-tools"))
+    ap.add_argument("--compression", choices=("none", "lz4"), default="none")
+    ap.add_argument("--make-bag", metavar="BAG", help=argparse.SUPPRESS)
+    ap.add_argument("--read", nargs=2, metavar=("READER", "BAG"), help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.make_bag:
+        make_bag(a.make_bag, a.short, a.compression)
+        return 0
+    if a.read:
+        reader, path = a.read
+        if reader not in ("rosbag", "rosbags"):
+            sys.exit(f"bench_tools: --read {reader}: rosbag or rosbags")
+        n = (read_rosbag if reader == "rosbag" else read_rosbags)(path)
+        if n == 0:
+            sys.exit(f"bench_tools: {path}: no messages")
+        return 0
+    return bench(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
