@@ -29,6 +29,7 @@ the serialized bytes, read_messages(raw=True))}], "connections": [{"id",
 "messages", "connections"}}} (from get_type_and_topic_info).
 """
 import json
+import os
 import struct
 import sys
 
@@ -192,6 +193,7 @@ def add_encryptor(src, dst):
 def main(argv):
     if len(argv) == 3 and argv[1] == "make":
         out = argv[2]
+        os.makedirs(out, exist_ok=True)
         for compression in ("none", "bz2", "lz4"):
             path = f"{out}/{compression}.bag"
             write_bag(path, compression)

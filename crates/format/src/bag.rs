@@ -436,10 +436,23 @@ pub fn publish(from: &Path, to: &Path) -> Result<(), PublishError> {
     // both the recorder and recovery treat as unfinished. Read-only is
     // enough to open: fchmod and fsync need a descriptor, not write
     // access, and a file left 0444 by an interrupted earlier try opens.
-    let file = File::open(from).map_err(fail(PublishStep::Open, from))?;
-    make_read_only(&file, from).map_err(fail(PublishStep::ReadOnly, from))?;
-    file.sync_all().map_err(fail(PublishStep::SyncFile, from))?;
-    drop(file);
+    #[cfg(unix)]
+    {
+        let file = File::open(from).map_err(fail(PublishStep::Open, from))?;
+        make_read_only(&file, from).map_err(fail(PublishStep::ReadOnly, from))?;
+        file.sync_all().map_err(fail(PublishStep::SyncFile, from))?;
+    }
+    // Elsewhere (Windows) flushing needs a handle with write access, which
+    // a read-only file refuses: flush first, then mark it read-only.
+    #[cfg(not(unix))]
+    {
+        let file = fs::OpenOptions::new()
+            .write(true)
+            .open(from)
+            .map_err(fail(PublishStep::Open, from))?;
+        file.sync_all().map_err(fail(PublishStep::SyncFile, from))?;
+        make_read_only(&file, from).map_err(fail(PublishStep::ReadOnly, from))?;
+    }
     fs::rename(from, to).map_err(fail(PublishStep::Rename, from))?;
     let to_dir = parent_dir(to);
     sync_dir(&to_dir).map_err(fail(PublishStep::SyncDir, &to_dir))?;
