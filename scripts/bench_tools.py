@@ -3,17 +3,22 @@
 on the same ROS 1 bag, in one run.
 
 First Debian's rosbag (python3-rosbag 1.15, run with /usr/bin/python3)
-writes one bench bag: sensor_msgs/Image 640x480 rgb8 on /camera/image at
-30 Hz and sensor_msgs/Imu on /imu, 125 per image (about 3.7 kHz), each
-message stamped and in time order, uncompressed (rosbag's default,
-768 KiB chunks, so each image ends a chunk; --compression lz4 for lz4
-chunks, about 4 % smaller: the images are a gradient with noise): 320
-images and 40,000 Imu, about 310 MB; with --short 40 and 5,000, about
-39 MB. Then, in rounds, each pair on that bag, one after the other, every
+writes the bench bags, uncompressed (rosbag's default, 768 KiB chunks;
+--compression lz4 for lz4 chunks):
+  images  sensor_msgs/Image 640x480 rgb8 on /camera/image at 30 Hz and
+          sensor_msgs/Imu on /imu, 125 per image (about 3.7 kHz), each
+          message stamped and in time order (the images are a gradient
+          with noise): 320 images and 40,000 Imu, about 310 MB; with
+          --short 40 and 5,000, about 39 MB;
+  small   the same Imu stream without the images: 200,000 Imu, about
+          64 MB; with --short 20,000 (per-message costs show here).
+--kind images|small picks one (default both).
+Then, in rounds, each pair on that bag, one after the other, every
 command a process of its own timed from start to exit (start-up
 included), its output thrown away:
 
-  convert         edgerec-tools convert --to ros2 BAG OUT
+  convert         edgerec-tools convert --to ros2 --compression none BAG OUT
+                  (uncompressed chunks, as rosbags-convert writes them)
                   against rosbags-convert --src BAG --dst OUT2 --dst-storage mcap
                   (rosbags 0.11.9, the venv's; both write a rosbag2 directory
                   of CDR messages in MCAP)
@@ -69,21 +74,27 @@ VENV_PY = os.environ.get("EDGEREC_PYTHON", str(ROOT / ".venv/bin/python"))
 ROSBAGS_CONVERT = str(Path(VENV_PY).parent / "rosbags-convert")
 ROSBAG = shutil.which("rosbag", path="/usr/bin") or "/usr/bin/rosbag"
 
-# (images, Imu messages per image)
-FULL = (320, 125)
-SHORT = (40, 125)
+# (images, Imu messages per image), per bag kind: "images" is the camera
+# bag, "small" the same stream without the images (Imu only: small
+# messages, where per-message costs show).
+SIZES = {
+    ("images", False): (320, 125),
+    ("images", True): (40, 125),
+    ("small", False): (1600, 125),
+    ("small", True): (160, 125),
+}
 WIDTH, HEIGHT = 640, 480
 BASE_SEC = 1_700_000_000
 
 
 # --- run by /usr/bin/python3 -------------------------------------------------
 
-def make_bag(path, short, compression):
+def make_bag(path, short, compression, kind="images"):
     import genpy
     import rosbag
     from sensor_msgs.msg import Image, Imu
 
-    images, imu_per_image = SHORT if short else FULL
+    images, imu_per_image = SIZES[(kind, short)]
     size = WIDTH * HEIGHT * 3
     # A gradient with noise in its low 4 bits, as a camera's: lz4 gets
     # little out of it, so --compression lz4 leaves the bag's size alike.
@@ -105,7 +116,8 @@ def make_bag(path, short, compression):
             img.height, img.width, img.encoding, img.step = HEIGHT, WIDTH, "rgb8", WIDTH * 3
             k = (i * 7) % 256
             img.data = base[k:] + base[:k]
-            bag.write("/camera/image", img, stamp(t0))
+            if kind == "images":
+                bag.write("/camera/image", img, stamp(t0))
             for j in range(imu_per_image):
                 n = i * imu_per_image + j
                 t = t0 + j * (period_ns // imu_per_image)
@@ -192,24 +204,34 @@ def bench(a):
     for p in (DEBIAN_PY, VENV_PY, ROSBAGS_CONVERT, ROSBAG):
         if not Path(p).exists():
             sys.exit(f"bench_tools: {p} missing (scripts/lib.sh: ensure_venv, ensure_ros1_python)")
+    everything = []
+    for kind in a.kind:
+        everything += bench_bag(a, tools, kind)
+    if a.json:
+        Path(a.json).write_text(json.dumps({"rounds": 1 if a.short else a.rounds,
+                                            "compression": a.compression, "results": everything}, indent=2))
+    return 0
+
+
+def bench_bag(a, tools, kind):
     rounds = 1 if a.short else a.rounds
     work = Path(a.dir).resolve()
     work.mkdir(parents=True, exist_ok=True)
-    bag = work / "bench.bag"
-    make = [DEBIAN_PY, SELF, "--make-bag", bag, "--compression", a.compression] + (["--short"] if a.short else [])
+    bag = work / f"bench-{kind}.bag"
+    make = [DEBIAN_PY, SELF, "--make-bag", bag, "--kind", kind, "--compression", a.compression] + (["--short"] if a.short else [])
     print(f"==> writing the bench bag: {q(make)}", file=sys.stderr, flush=True)
     bag.unlink(missing_ok=True)
     t0 = time.monotonic()
     subprocess.run([str(c) for c in make], check=True)
     print(f"==> {bag}: {bag.stat().st_size / 1e6:.1f} MB in {time.monotonic() - t0:.1f} s", file=sys.stderr, flush=True)
     mb = bag.stat().st_size / 1e6
-    images, per = SHORT if a.short else FULL
+    images, per = SIZES[(kind, a.short)]
     out, out2 = work / "edgerec-ros2", work / "rosbags-ros2"
 
     edgerec_cat = [tools, "cat", bag, "--json"]
     pairs = [
         ("convert --to ros2", "rosbags-convert (mcap)",
-         ([tools, "convert", "--to", "ros2", bag, out], rmtree(out)),
+         ([tools, "convert", "--to", "ros2", "--compression", "none", bag, out], rmtree(out)),
          ([ROSBAGS_CONVERT, "--src", bag, "--dst", out2, "--dst-storage", "mcap"], rmtree(out2))),
         ("info", "rosbag info",
          ([tools, "info", bag], None),
@@ -235,7 +257,8 @@ def bench(a):
 
     comp = "lz4 chunks" if a.compression == "lz4" else "uncompressed"
     print()
-    print(f"bag: {bag}, {mb:.1f} MB, {images * (per + 1):,} messages ({images:,} sensor_msgs/Image "
+    n_img = images if kind == "images" else 0
+    print(f"bag: {bag}, {mb:.1f} MB, {n_img + images * per:,} messages ({n_img:,} sensor_msgs/Image "
           f"{WIDTH}x{HEIGHT} rgb8, {images * per:,} sensor_msgs/Imu), {comp}; "
           f"median of {rounds} round{'s' if rounds > 1 else ''}; MB/s = bag MB / wall s")
     print(f"{'edgerec-tools':<20} {'MB/s':>9}  {'other':<27} {'MB/s':>9} {'edgerec/other':>14}")
@@ -244,7 +267,7 @@ def bench(a):
         e_s, o_s = statistics.median(secs[i][0]), statistics.median(secs[i][1])
         e_r, o_r = mb / e_s, mb / o_s
         print(f"{what:<20} {e_r:>9.1f}  {other:<27} {o_r:>9.1f} {e_r / o_r:>13.2f}x")
-        results.append({"edgerec": what, "other": other, "edgerec_mb_s": round(e_r, 2),
+        results.append({"bag": kind, "edgerec": what, "other": other, "edgerec_mb_s": round(e_r, 2),
                         "other_mb_s": round(o_r, 2), "ratio": round(e_r / o_r, 3),
                         "edgerec_s": secs[i][0], "other_s": secs[i][1],
                         "edgerec_cmd": q(ecmd), "other_cmd": q(ocmd)})
@@ -259,10 +282,8 @@ def bench(a):
                 print(f"  {c} >/dev/null")
     print(f"this run: python3 {q([SELF.relative_to(ROOT)] + sys.argv[1:])} "
           f"(scripts/bench --tools passes its options on)")
-    if a.json:
-        Path(a.json).write_text(json.dumps({"bag_bytes": bag.stat().st_size, "rounds": rounds,
-                                            "compression": a.compression, "results": results}, indent=2))
-    return 0
+    print()
+    return results
 
 
 def main():
@@ -273,12 +294,15 @@ def main():
     ap.add_argument("--json", default="")
     ap.add_argument("--dir", default=str(ROOT / "data/bench-tools"))
     ap.add_argument("--compression", choices=("none", "lz4"), default="none")
+    ap.add_argument("--kind", action="append", choices=("images", "small"),
+                    help="which bag (repeat; default both): images (camera + Imu) or small (Imu only)")
     ap.add_argument("--make-bag", metavar="BAG", help=argparse.SUPPRESS)
     ap.add_argument("--read", nargs=2, metavar=("READER", "BAG"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.make_bag:
-        make_bag(a.make_bag, a.short, a.compression)
+        make_bag(a.make_bag, a.short, a.compression, (a.kind or ["images"])[0])
         return 0
+    a.kind = a.kind or ["images", "small"]
     if a.read:
         reader, path = a.read
         if reader not in ("rosbag", "rosbags"):

@@ -88,8 +88,9 @@ pub struct ConvertArgs {
     /// convert`); `ros2`: a rosbag2 directory in CDR (as rosbags-convert).
     #[arg(long, default_value = "ros1", value_parser = ["ros1", "ros2"])]
     pub to: String,
-    /// Chunk compression of the output: zstd, lz4 or none.
-    #[arg(long, default_value = "zstd", value_parser = ["zstd", "lz4", "none"])]
+    /// Chunk compression of the output: none (as rosbag2 and
+    /// rosbags-convert write), zstd (level 1) or lz4.
+    #[arg(long, default_value = "none", value_parser = ["none", "zstd", "lz4"])]
     pub compression: String,
 }
 
