@@ -395,8 +395,17 @@ fn info_of_an_unreadable_file_exits_1_and_check_names_absent_crcs() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
+    // A ROS 1 bag whose first record is garbage: the ROS 1 reader's error,
+    // naming the file and the byte, and exit 1.
     let bag = dir.path().join("old.bag");
-    std::fs::write(&bag, b"#ROSBAG V2.0\nnot an MCAP file at all").unwrap();
+    std::fs::write(&bag, b"#ROSBAG V2.0\nnot a bag past its first line").unwrap();
+    let o = edgerec(&["info", bag.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", text(&o));
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert!(e.contains("old.bag") && e.contains("at byte 13"), "{}", text(&o));
+    // An MCAP file that is not one: listed as UNREADABLE, exit 1.
+    let bag = dir.path().join("broken.mcap");
+    std::fs::write(&bag, b"not an MCAP file at all").unwrap();
     let o = edgerec(&["info", bag.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(
