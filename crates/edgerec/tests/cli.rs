@@ -402,7 +402,11 @@ fn info_of_an_unreadable_file_exits_1_and_check_names_absent_crcs() {
     let o = edgerec(&["info", bag.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     let e = String::from_utf8_lossy(&o.stderr);
-    assert!(e.contains("old.bag") && e.contains("at byte 13"), "{}", text(&o));
+    assert!(
+        e.contains("old.bag") && e.contains("at byte 13"),
+        "{}",
+        text(&o)
+    );
     // An MCAP file that is not one: listed as UNREADABLE, exit 1.
     let bag = dir.path().join("broken.mcap");
     std::fs::write(&bag, b"not an MCAP file at all").unwrap();

@@ -6,7 +6,7 @@
 //! `char` is `uint8` (their ROS 1 meanings), and every other type keeps the
 //! fields its ROS 1 definition gives, so types without a ROS 2 counterpart
 //! convert too. The ROS 2 definition is generated from the parsed ROS 1
-//! one (constants and comments are not carried), and the payload is
+//! one, constants first in each type (comments are not carried), and the payload is
 //! rewritten from ROS 1's packed little-endian form into CDR (little
 //! endian, each primitive aligned to its size from the end of the 4-byte
 //! encapsulation header, strings with a NUL counted in their length).
@@ -125,8 +125,13 @@ impl Ros2Type {
                 (id, d)
             })
             .collect();
-        let definition = generate(&table, &dropped);
         let name = ros2_name(type_name);
+        let constants = constants(type_name, definition);
+        let mut definition = generate(&table, &dropped, &constants);
+        if TypeTable::parse_with(&name, &definition, Dialect::Ros2).is_err() {
+            // A constant ROS 2 cannot have: the fields are what matters.
+            definition = generate(&table, &dropped, &HashMap::new());
+        }
         TypeTable::parse_with(&name, &definition, Dialect::Ros2)
             .map_err(|e| MapError::Generated(e.to_string()))?;
         Ok(Ros2Type {
@@ -170,7 +175,55 @@ impl Ros2Type {
 }
 
 /// The ROS 2 definition of every type in `table`, root first.
-fn generate(table: &TypeTable, dropped: &HashMap<TypeId, Vec<bool>>) -> String {
+/// The constants of each section of a concatenated ROS 1 definition
+/// (`TYPE NAME=VALUE`), by type name, as ROS 2 lines: `byte` and `char`
+/// as in fields, a string constant's value verbatim (ROS 1 keeps `#` in
+/// it), other values without their comment.
+fn constants(root: &str, definition: &str) -> HashMap<String, Vec<String>> {
+    let mut out: HashMap<String, Vec<String>> = HashMap::new();
+    let mut section = root.to_owned();
+    let mut lines = definition.lines().peekable();
+    while let Some(line) = lines.next() {
+        if line.trim_end() == SEPARATOR {
+            if let Some(name) = lines.peek().and_then(|l| l.trim().strip_prefix("MSG:")) {
+                section = name.trim().to_owned();
+                lines.next();
+                continue;
+            }
+        }
+        let text = line.trim_start();
+        let Some((ty, rest)) = text.split_once(char::is_whitespace) else {
+            continue;
+        };
+        let Some((name, value)) = rest.split_once('=') else {
+            continue;
+        };
+        let name = name.trim();
+        if ty.starts_with('#') || name.is_empty() || name.contains(char::is_whitespace) {
+            continue;
+        }
+        let ty = match ty {
+            "byte" => "int8",
+            "char" => "uint8",
+            t => t,
+        };
+        let value = if ty == "string" {
+            value.trim()
+        } else {
+            value.split('#').next().unwrap_or("").trim()
+        };
+        out.entry(section.clone())
+            .or_default()
+            .push(format!("{ty} {name}={value}"));
+    }
+    out
+}
+
+fn generate(
+    table: &TypeTable,
+    dropped: &HashMap<TypeId, Vec<bool>>,
+    constants: &HashMap<String, Vec<String>>,
+) -> String {
     let mut out = String::new();
     let root = table.root();
     let order =
@@ -183,6 +236,10 @@ fn generate(table: &TypeTable, dropped: &HashMap<TypeId, Vec<bool>>) -> String {
         if matches!(t.name(), "time" | "duration") {
             out.push_str("int32 sec\nuint32 nanosec\n");
             continue;
+        }
+        for c in constants.get(t.name()).into_iter().flatten() {
+            out.push_str(c);
+            out.push('\n');
         }
         for (k, f) in t.fields().iter().enumerate() {
             if dropped
@@ -405,6 +462,21 @@ mod tests {
             .convert(&u32::MAX.to_le_bytes(), &mut Vec::new())
             .unwrap_err();
         assert!(matches!(e, MapError::Truncated { .. }), "{e}");
+    }
+
+    #[test]
+    fn constants_are_carried() {
+        let def = format!(
+            "uint8 OK=0  # fine\nbyte WARN = 1\nstring NAME=a # b\nuint8 level\nHeader header\n{SEPARATOR}\nMSG: std_msgs/Header\nuint32 seq\ntime stamp\nstring frame_id\n"
+        );
+        let t = Ros2Type::from_ros1("diagnostic_msgs/Status", &def).unwrap();
+        assert!(
+            t.definition().starts_with(
+                "uint8 OK=0\nint8 WARN=1\nstring NAME=a # b\nuint8 level\nstd_msgs/Header header\n"
+            ),
+            "{}",
+            t.definition()
+        );
     }
 
     #[test]

@@ -96,3 +96,104 @@ fn convert_refuses_an_existing_output_and_leaves_it() {
     assert_eq!(r.status.code(), Some(1));
     assert_eq!(std::fs::read_dir(&d).unwrap().count(), 0);
 }
+
+/// diagnostic_msgs/DiagnosticStatus as ROS 1 concatenates it: constants,
+/// comments, a nested type.
+const DIAGNOSTIC_STATUS: &str =
+    "# This message holds the status of an individual component of the robot.\n\
+# \n\
+\n\
+# Possible levels of operations\n\
+byte OK=0\n\
+byte WARN=1\n\
+byte ERROR=2\n\
+byte STALE=3\n\
+\n\
+byte level # level of operation enumerated above \n\
+string name # a description of the test/component reporting\n\
+string message # a description of the status\n\
+string hardware_id # a hardware unique string\n\
+KeyValue[] values # an array of values associated with the status\n\
+\n\
+================================================================================\n\
+MSG: diagnostic_msgs/KeyValue\n\
+string key # what to label this value when viewing\n\
+string value # a value to track over time\n";
+
+#[test]
+fn a_type_with_constants_converts_and_reads_back_in_rosbags_and_mcap_ros2_support() {
+    use edgerec_rosbag1::{BagWriter, Connection, Time};
+    let Some(py) = venv() else { return };
+    let work = scratch("convert-constants");
+    let bag = work.join("diag.bag");
+    let mut w = BagWriter::new(std::io::BufWriter::new(
+        std::fs::File::create(&bag).unwrap(),
+    ))
+    .unwrap();
+    w.add_connection(Connection::new(
+        0,
+        "/diagnostics_status",
+        "diagnostic_msgs/DiagnosticStatus",
+        "d0ce08bc6e5ba34c7754f563a9cabaf1",
+        DIAGNOSTIC_STATUS,
+    ))
+    .unwrap();
+    let s = |out: &mut Vec<u8>, t: &str| {
+        out.extend((t.len() as u32).to_le_bytes());
+        out.extend(t.as_bytes());
+    };
+    for i in 0..3u8 {
+        let mut m = vec![i];
+        s(&mut m, "motor");
+        s(&mut m, "hot");
+        s(&mut m, "m1");
+        m.extend(1u32.to_le_bytes());
+        s(&mut m, "t");
+        s(&mut m, &format!("{}", 80 + i));
+        w.write(
+            0,
+            Time {
+                sec: 1_700_000_000 + u32::from(i),
+                nsec: 5,
+            },
+            &m,
+        )
+        .unwrap();
+    }
+    w.finish().unwrap();
+    let out = work.join("diag_ros2");
+    let r = tools([
+        "convert",
+        "--to",
+        "ros2",
+        bag.to_str().unwrap(),
+        out.to_str().unwrap(),
+    ]);
+    assert!(r.status.success(), "{}", stderr(&r));
+    let schema = std::fs::read(out.join("diag_ros2_0.mcap")).unwrap();
+    let text = String::from_utf8_lossy(&schema);
+    assert!(
+        text.contains("int8 WARN=1\nint8 ERROR=2"),
+        "the constants are in the schema"
+    );
+    for kind in ["rosbags", "mcap-ros2"] {
+        let got = reader_decodes(&py, kind, &out);
+        assert_eq!(got.len(), 3, "{kind}");
+        for (i, m) in got.iter().enumerate() {
+            assert_eq!(
+                m.type_name, "diagnostic_msgs/msg/DiagnosticStatus",
+                "{kind}"
+            );
+            let mut want = serde_json::json!({"level": i, "name": "motor", "message": "hot",
+                "hardware_id": "m1", "values": [{"key": "t", "value": format!("{}", 80 + i)}]});
+            if kind == "rosbags" {
+                // rosbags' message classes carry the constants beside the
+                // fields, with the values the schema gave them.
+                for (k, v) in [("OK", 0), ("WARN", 1), ("ERROR", 2), ("STALE", 3)] {
+                    want[k] = v.into();
+                }
+            }
+            assert_eq!(m.message, want, "{kind} message {i}");
+        }
+    }
+}
