@@ -10,6 +10,7 @@
 #![deny(missing_docs)]
 
 pub mod netns;
+pub mod ros1;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

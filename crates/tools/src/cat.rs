@@ -9,6 +9,8 @@
 
 use std::io::Write;
 
+use edgerec_format::print::write_json_line;
+
 use crate::error::{Result, ToolError};
 use crate::open::Input;
 use crate::walk::{walk, DecodeIssue, Msg, Selection};
@@ -52,7 +54,6 @@ pub fn cat<W: Write, E: Write>(
         path: "standard output".into(),
         source: e,
     };
-    let mut line = String::new();
     let r = walk(input, &opts.selection, |m: &Msg<'_>| {
         if opts.limit.is_some_and(|l| rep.printed >= l) {
             return Err(ToolError::Enough);
@@ -77,25 +78,29 @@ pub fn cat<W: Write, E: Write>(
                 return Ok(());
             }
         };
-        line.clear();
-        let body = edgerec_format::print::json_line(&value);
-        if opts.json {
-            line.push_str(&format!(
-                "{{\"topic\":{},\"log_time\":{},\"type\":{},\"message\":{body}}}\n",
+        // Straight into `out`: an image's JSON is megabytes.
+        let written = if opts.json {
+            write!(
+                out,
+                "{{\"topic\":{},\"log_time\":{},\"type\":{},\"message\":",
                 json_str(m.topic),
                 m.log_time,
                 json_str(m.type_name)
-            ));
+            )
+            .and_then(|()| serde_json::to_writer(&mut *out, &value).map_err(std::io::Error::from))
+            .and_then(|()| out.write_all(b"}\n"))
         } else {
-            line.push_str(&format!(
-                "{}.{:09} {} {} {body}\n",
+            write!(
+                out,
+                "{}.{:09} {} {} ",
                 m.log_time / 1_000_000_000,
                 m.log_time % 1_000_000_000,
                 m.topic,
                 m.type_name
-            ));
-        }
-        out.write_all(line.as_bytes()).map_err(out_err)?;
+            )
+            .and_then(|()| write_json_line(&mut *out, &value))
+        };
+        written.map_err(out_err)?;
         rep.printed += 1;
         Ok(())
     });

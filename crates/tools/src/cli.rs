@@ -21,7 +21,7 @@ use crate::cat::{cat, CatOptions};
 use crate::convert::{convert, ConvertOptions, Progress, Target};
 use crate::csv::export_csv;
 use crate::error::{Result, ToolError};
-use crate::open::{open, Input};
+use crate::open::{kind, open, Input, Kind};
 use crate::select::TimeSpec;
 use crate::walk::{self, Selection};
 
@@ -155,7 +155,7 @@ pub fn info(path: &Path, annotate: impl FnOnce(&mut BagInfo)) -> ExitCode {
         Err(e) => return fail("info", &e),
     };
     match input {
-        Input::Ros1(p) => match crate::info::ros1_info(&p) {
+        Input::Ros1(r) => match crate::info::ros1_info(r.path()) {
             Ok(i) => {
                 print!("{i}");
                 ExitCode::SUCCESS
@@ -185,16 +185,14 @@ pub fn info(path: &Path, annotate: impl FnOnce(&mut BagInfo)) -> ExitCode {
 
 /// `check` of a bag of any kind: exit 0 when valid, 1 when not.
 pub fn check(path: &Path) -> ExitCode {
-    let is_ros1 = match open(path) {
-        Ok(Input::Ros1(_)) => true,
-        Ok(Input::Mcap(_)) => false,
-        Err(ToolError::Mcap { .. }) => false,
+    let kind = match kind(path) {
+        Ok(k) => k,
         Err(e) => {
             println!("INVALID {e}");
             return ExitCode::from(1);
         }
     };
-    if is_ros1 {
+    if kind == Kind::Ros1 {
         return match crate::check::check_ros1(path) {
             Ok(r) => {
                 println!(
@@ -353,9 +351,9 @@ pub fn convert_cmd(args: &ConvertArgs) -> ExitCode {
         "lz4" => Compression::Lz4,
         _ => Compression::Zstd { level: 1 },
     };
-    match open(&args.input) {
-        Ok(Input::Ros1(_)) => {}
-        Ok(Input::Mcap(_)) => {
+    match kind(&args.input) {
+        Ok(Kind::Ros1) => {}
+        Ok(Kind::Mcap) => {
             eprintln!(
                 "edgerec convert: {} is MCAP already; convert reads ROS 1 bags (.bag)",
                 args.input.display()
@@ -420,9 +418,9 @@ pub fn convert_cmd(args: &ConvertArgs) -> ExitCode {
 
 /// `reindex`.
 pub fn reindex_cmd(args: &ReindexArgs) -> ExitCode {
-    match open(&args.bag) {
-        Ok(Input::Ros1(_)) => {}
-        Ok(Input::Mcap(_)) => {
+    match kind(&args.bag) {
+        Ok(Kind::Ros1) => {}
+        Ok(Kind::Mcap) => {
             eprintln!(
                 "edgerec reindex: {} is MCAP; `edgerec recover` closes an unfinished MCAP file",
                 args.bag.display()
@@ -444,7 +442,7 @@ pub fn reindex_cmd(args: &ReindexArgs) -> ExitCode {
 /// segments are closed (exit 0 clean, 3 when a corrupt record was
 /// skipped, 1 when nothing was recoverable).
 pub fn recover_cmd(path: &Path) -> ExitCode {
-    if path.is_file() && matches!(open(path), Ok(Input::Ros1(_))) {
+    if path.is_file() && matches!(kind(path), Ok(Kind::Ros1)) {
         return reindex_cmd(&ReindexArgs {
             bag: path.to_path_buf(),
             output: None,

@@ -290,7 +290,9 @@ fn write(
         total,
         ..Progress::default()
     };
-    let mut sequences: BTreeMap<u16, u32> = BTreeMap::new();
+    // Per channel (ids 1..=channels): rosbag2's sequence number (merged
+    // connections share one) and the messages written.
+    let mut per_channel = vec![(0u32, 0u64); report.channels + 1];
     for m in bag.messages(&Filter::default()) {
         let m = m.map_err(ToolError::ros1(src))?;
         let Some(route) = routes.get(&m.connection.id) else {
@@ -317,10 +319,12 @@ fn write(
             }
         };
         // rosbag2 numbers each channel's messages; merged connections share one count.
-        let seq = sequences.entry(route.channel).or_insert(0);
-        *seq = seq.wrapping_add(1);
-        builder.push(route.channel, *seq, t, t, data);
-        *report.topics.entry(route.topic.clone()).or_default() += 1;
+        let Some(counts) = per_channel.get_mut(usize::from(route.channel)) else {
+            continue;
+        };
+        counts.0 = counts.0.wrapping_add(1);
+        counts.1 += 1;
+        builder.push(route.channel, counts.0, t, t, data);
         done.messages += 1;
         done.bytes += m.data.len() as u64;
         if builder.len() >= CHUNK_BYTES {
@@ -333,6 +337,16 @@ fn write(
     }
     progress(done);
     report.messages = done.messages;
+    let channel_topics: BTreeMap<u16, &str> = routes
+        .values()
+        .map(|r| (r.channel, r.topic.as_str()))
+        .collect();
+    for (channel, topic) in channel_topics {
+        let n = per_channel.get(usize::from(channel)).map_or(0, |c| c.1);
+        if n > 0 {
+            *report.topics.entry(topic.to_owned()).or_default() += n;
+        }
+    }
     let (mut sink, _) = w.finish().map_err(mcap)?;
     sink.flush().map_err(ToolError::io(part))?;
     sink.get_ref().sync_all().map_err(ToolError::io(part))?;

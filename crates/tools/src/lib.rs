@@ -25,4 +25,4 @@ pub mod select;
 pub mod walk;
 
 pub use error::{Result, ToolError};
-pub use open::{open, Input};
+pub use open::{kind, open, Input, Kind};

@@ -13,7 +13,7 @@ use edgerec_format::msgtype::{Dialect, TypeTable};
 use edgerec_format::records::Schema;
 use edgerec_format::value::MsgValue;
 use edgerec_format::{cdr_decode, ros1_decode, FormatError};
-use edgerec_rosbag1::{Bag, Filter, Time};
+use edgerec_rosbag1::{Filter, Time};
 
 use crate::error::{Result, ToolError};
 use crate::open::Input;
@@ -141,13 +141,13 @@ impl std::fmt::Display for Place<'_> {
 /// Every topic of the input with its type, as the bag names it.
 pub fn topics(input: &Input) -> Result<BTreeMap<String, String>> {
     Ok(match input {
-        Input::Ros1(path) => {
-            let bag = Bag::open(path).map_err(ToolError::ros1(path))?;
-            bag.connections()
+        Input::Ros1(r) => r.with(|bag| {
+            Ok(bag
+                .connections()
                 .values()
                 .map(|c| (c.topic.clone(), c.msg_type.clone()))
-                .collect()
-        }
+                .collect())
+        })?,
         Input::Mcap(info) => info
             .topics
             .iter()
@@ -226,8 +226,8 @@ where
     F: FnMut(&Msg<'_>) -> Result<()>,
 {
     match input {
-        Input::Ros1(path) => {
-            let mut bag = Bag::open(path).map_err(ToolError::ros1(path))?;
+        Input::Ros1(r) => r.with(|bag| {
+            let path = r.path();
             let decoders: BTreeMap<u32, Decoder> = bag
                 .connections()
                 .values()
@@ -258,7 +258,7 @@ where
                 })?;
             }
             Ok(())
-        }
+        }),
         Input::Mcap(info) => {
             for file in &info.files {
                 let FileState::Closed(summary) = &file.state else {
@@ -316,14 +316,14 @@ where
 /// `--start +S`.
 pub fn start_ns(input: &Input) -> Result<u64> {
     Ok(match input {
-        Input::Ros1(path) => {
-            let bag = Bag::open(path).map_err(ToolError::ros1(path))?;
-            bag.chunks()
+        Input::Ros1(r) => r.with(|bag| {
+            Ok(bag
+                .chunks()
                 .iter()
                 .map(|c| c.start_time.as_nanos())
                 .min()
-                .unwrap_or(0)
-        }
+                .unwrap_or(0))
+        })?,
         Input::Mcap(info) => info.start_ns,
     })
 }

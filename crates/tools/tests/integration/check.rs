@@ -13,14 +13,7 @@ fn valid_bags_pass_and_damage_is_named_with_its_offset() {
     }
     let work = scratch("check-bad");
     let original = std::fs::read(dir.join("lz4.bag")).unwrap();
-    let oracle: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.join("lz4.json")).unwrap()).unwrap();
-    let chunks: Vec<u64> = oracle["chunk_positions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p.as_u64().unwrap())
-        .collect();
+    let chunks = chunk_positions(dir, "lz4");
     // Bytes inside the fifth chunk's compressed data.
     let mut damaged = original.clone();
     let at = chunks[4] as usize + 200;

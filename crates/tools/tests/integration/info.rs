@@ -80,9 +80,6 @@ fn info_agrees_with_rosbag_info() {
         lines.next();
         let mut topics = 0;
         let rest: Vec<&str> = lines.collect();
-        for chunk in rest.split(|l| l.starts_with("  - topic:")).skip(1) {
-            let _ = chunk;
-        }
         let mut i = 0;
         while i < rest.len() {
             if let Some(topic) = rest[i].trim().strip_prefix("- topic: ") {

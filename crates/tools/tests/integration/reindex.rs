@@ -1,28 +1,7 @@
 //! `reindex` of a `.bag.active`: every whole message, at least what
 //! Debian's `rosbag reindex` keeps, the original untouched.
 
-use std::process::Command;
-
 use crate::support::*;
-
-/// The copy of `bag[..cut]` that rosbag record leaves on a power cut: the
-/// bag header's index_pos, conn_count and chunk_count still 0.
-fn active_copy(bag: &[u8], cut: usize) -> Vec<u8> {
-    let mut out = bag[..cut].to_vec();
-    for (name, width) in [
-        (&b"index_pos="[..], 8),
-        (&b"conn_count="[..], 4),
-        (&b"chunk_count="[..], 4),
-    ] {
-        let at = out[..4109]
-            .windows(name.len())
-            .position(|w| w == name)
-            .unwrap()
-            + name.len();
-        out[at..at + width].fill(0);
-    }
-    out
-}
 
 #[test]
 fn reindex_keeps_every_whole_message_and_never_touches_the_original() {
@@ -32,14 +11,7 @@ fn reindex_keeps_every_whole_message_and_never_touches_the_original() {
         return;
     }
     let original = std::fs::read(dir.join("none.bag")).unwrap();
-    let oracle: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.join("none.json")).unwrap()).unwrap();
-    let chunks: Vec<u64> = oracle["chunk_positions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p.as_u64().unwrap())
-        .collect();
+    let chunks = chunk_positions(dir, "none");
     let all = rosbag_decodes(&dir.join("none.bag"), false);
     for (label, cut) in [
         ("at-a-chunk", chunks[20] as usize),
@@ -67,14 +39,7 @@ fn reindex_keeps_every_whole_message_and_never_touches_the_original() {
         std::fs::create_dir(&theirs_dir).unwrap();
         let copy = work.join("copy.bag");
         std::fs::write(&copy, &bytes).unwrap();
-        let out = Command::new(ROSBAG)
-            .args(["reindex", "-q", "--output-dir"])
-            .arg(&theirs_dir)
-            .arg(&copy)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "rosbag reindex: {}", stderr(&out));
-        let theirs = rosbag_decodes(&theirs_dir.join("copy.bag"), false);
+        let theirs = rosbag_decodes(&rosbag_reindex(&copy, &theirs_dir), false);
         assert!(
             ours.len() >= theirs.len(),
             "{label}: kept {} messages, rosbag reindex {}",

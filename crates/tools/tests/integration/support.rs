@@ -8,11 +8,7 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-/// Debian's python, where python3-rosbag is installed (not a venv's).
-pub const PYTHON: &str = "/usr/bin/python3";
-/// Debian's `rosbag` command.
-pub const ROSBAG: &str = "/usr/bin/rosbag";
-pub const COMPRESSIONS: [&str; 3] = ["none", "bz2", "lz4"];
+pub use edgerec_testkit::ros1::{active_copy, rosbag_reindex, COMPRESSIONS, PYTHON, ROSBAG};
 
 pub fn repo() -> PathBuf {
     edgerec_testkit::workspace_root()
@@ -43,30 +39,8 @@ pub fn stderr(o: &Output) -> String {
 pub fn generated() -> Option<&'static Path> {
     static DIR: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     let dir = DIR.get_or_init(|| {
-        let probe = Command::new(PYTHON)
-            .args(["-c", "import rosbag, std_msgs.msg, sensor_msgs.msg, geometry_msgs.msg, tf2_msgs.msg"])
-            .output()
-            .map_err(|e| format!("{PYTHON} does not run: {e}"))?;
-        if !probe.status.success() {
-            return Err(format!(
-                "{PYTHON} cannot import Debian's rosbag and message packages (apt-get install python3-rosbag python3-std-msgs python3-sensor-msgs python3-geometry-msgs python3-tf2-msgs): {}",
-                String::from_utf8_lossy(&probe.stderr).trim()
-            ));
-        }
         let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("tools-bags");
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-        let out = Command::new(PYTHON)
-            .arg(repo().join("tests/py/make_ros1_bags.py"))
-            .arg("make")
-            .arg(&dir)
-            .output()
-            .map_err(|e| e.to_string())?;
-        assert!(
-            out.status.success(),
-            "make_ros1_bags.py failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        edgerec_testkit::ros1::make_bags(&dir)?;
         Ok(dir)
     });
     match dir {
@@ -76,6 +50,20 @@ pub fn generated() -> Option<&'static Path> {
             None
         }
     }
+}
+
+/// The chunk positions rosbag wrote in the generated bag `<compression>.bag`
+/// (its oracle JSON).
+pub fn chunk_positions(dir: &Path, compression: &str) -> Vec<u64> {
+    let oracle: Value =
+        serde_json::from_slice(&std::fs::read(dir.join(format!("{compression}.json"))).unwrap())
+            .unwrap();
+    oracle["chunk_positions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p.as_u64().unwrap())
+        .collect()
 }
 
 /// The venv with Foxglove's and rosbags' readers; `None` (after SKIP) when
