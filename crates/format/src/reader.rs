@@ -501,6 +501,13 @@ pub fn check_file(path: &Path) -> Result<CheckReport, FormatError> {
             if rec.opcode != op::HEADER {
                 return Err(corrupt(rec.offset, "first record is not a Header"));
             }
+            // The profile and library must fit the record, as every
+            // reader (and read_summary) decodes them.
+            let mut c = records::Cursor::new(&rec.body);
+            c.str("header.profile")
+                .map_err(|e| corrupt(rec.offset, e.to_string()))?;
+            c.str("header.library")
+                .map_err(|e| corrupt(rec.offset, e.to_string()))?;
             first = false;
             continue;
         }

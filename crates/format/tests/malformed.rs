@@ -77,6 +77,29 @@ fn check_refuses_a_2tib_chunk_size_instead_of_allocating_it() {
     info_and_recover_survive(&f);
 }
 
+/// Fuzz find 3 (`scripts/fuzz`, `mcap_check`, 15 s in a CI run at
+/// 516c21f): a Header whose profile length (`0x10000400`) runs past the
+/// record. `check` skipped the Header by its record length and accepted
+/// the file, while `read_summary` (and `info`) refused it
+/// (`header.profile` short): the target's assertion that what `check`
+/// accepts has a readable summary failed. The same field overwritten in
+/// a file of the crate's own writer reproduces it.
+#[test]
+fn check_refuses_a_header_whose_profile_runs_past_the_record() {
+    let mut bytes = small_file(&[Compression::None]);
+    // Magic (8), opcode (1), record length (8), then the profile's length.
+    bytes[17..21].copy_from_slice(&0x1000_0400u32.to_le_bytes());
+    let d = tempfile::tempdir().unwrap();
+    let f = d.path().join("f.mcap");
+    fs::write(&f, &bytes).unwrap();
+    assert!(edgerec_format::reader::read_summary(&f).is_err());
+    let e = check_file(&f).unwrap_err().to_string();
+    assert!(
+        e.contains("header.profile") && e.contains("at byte 8"),
+        "{e}"
+    );
+}
+
 // ------------------------------------------------------------ mutations
 
 use std::collections::BTreeMap;
