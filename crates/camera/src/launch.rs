@@ -13,6 +13,7 @@
 //! live camera never waits for a slow encoder; a frame it drops shows as a
 //! gap in the timestamps (or argus frame numbers) and is counted.
 
+use edgerec_config::gst_chain::{self, quote, ChainError};
 use edgerec_config::{CameraConfig, CameraSourceKind};
 
 use crate::encoder::{properties, EncodeSettings, Encoder};
@@ -30,19 +31,6 @@ pub const CAMERA_NAME: &str = "camsrc";
 /// Caps of what the appsink takes: one access unit per buffer, Annex B.
 pub const H265_CAPS: &str = "video/x-h265,stream-format=byte-stream,alignment=au";
 
-/// A value quoted for gst-launch when it needs it.
-fn quote(value: &str) -> String {
-    if !value.is_empty()
-        && value
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./:".contains(c))
-    {
-        value.to_owned()
-    } else {
-        format!("\"{}\"", value.replace('\\', "\\\\").replace('"', "\\\""))
-    }
-}
-
 /// `video/x-raw,width=W,height=H,framerate=F/1`.
 fn raw_caps(cfg: &CameraConfig, memory: &str, format: Option<&str>) -> String {
     let mut caps = format!("video/x-raw{memory}");
@@ -57,14 +45,14 @@ fn raw_caps(cfg: &CameraConfig, memory: &str, format: Option<&str>) -> String {
 }
 
 /// The source part, ending in raw video (system memory, or NVMM for argus).
-fn source(cfg: &CameraConfig) -> String {
+fn source(cfg: &CameraConfig) -> Result<String, ChainError> {
     // Scaled and rate-converted to the configured picture, for sources
     // whose own picture is not asked for.
     let fit = format!(
         "videoconvert ! videoscale ! videorate ! {}",
         raw_caps(cfg, "", None)
     );
-    match cfg.source {
+    Ok(match cfg.source {
         CameraSourceKind::Test => format!(
             "videotestsrc is-live=true pattern={} ! {}",
             quote(&cfg.pattern),
@@ -95,7 +83,10 @@ fn source(cfg: &CameraConfig) -> String {
             "rtspsrc location={} latency=100 ! decodebin ! {fit}",
             quote(&cfg.url)
         ),
-        CameraSourceKind::Pipeline => format!("{} ! {fit}", cfg.pipeline.trim()),
+        // Built from the chain as parsed, never from the text as given.
+        CameraSourceKind::Pipeline => {
+            format!("{} ! {fit}", gst_chain::parse(&cfg.pipeline)?.describe())
+        }
         // The caps are set on the appsrc from the first image.
         CameraSourceKind::Topic => format!(
             "appsrc name={INPUT_NAME} is-live=true format=time do-timestamp=false \
@@ -103,7 +94,7 @@ fn source(cfg: &CameraConfig) -> String {
             // Images come as they come: no framerate on the caps.
             format_args!("video/x-raw,width={},height={}", cfg.width, cfg.height)
         ),
-    }
+    })
 }
 
 /// From the source's raw video to what the encoder takes.
@@ -119,21 +110,26 @@ fn conversion(cfg: &CameraConfig, encoder: Encoder) -> &'static str {
     }
 }
 
-/// The whole description.
-pub fn describe(cfg: &CameraConfig, encoder: Encoder, settings: &EncodeSettings) -> String {
+/// The whole description; a `pipeline` camera's chain is refused unless
+/// [`gst_chain::parse`] accepts it.
+pub fn describe(
+    cfg: &CameraConfig,
+    encoder: Encoder,
+    settings: &EncodeSettings,
+) -> Result<String, ChainError> {
     let props: Vec<String> = properties(encoder, settings)
         .into_iter()
         .map(|(k, v)| format!("{k}={}", quote(&v)))
         .collect();
-    format!(
+    Ok(format!(
         "{} ! queue max-size-buffers=3 max-size-bytes=0 max-size-time=0 leaky=downstream ! \
          {}{} name={ENCODER_NAME} {} ! h265parse config-interval=-1 ! {H265_CAPS} ! \
          appsink name={SINK_NAME}",
-        source(cfg),
+        source(cfg)?,
         conversion(cfg, encoder),
         encoder.element(),
         props.join(" ")
-    )
+    ))
 }
 
 /// The elements a description needs besides the encoder's, each with what
@@ -205,7 +201,7 @@ mod tests {
 
     #[test]
     fn test_camera_through_x265() {
-        let d = describe(&cam(CameraSourceKind::Test), Encoder::X265, &settings());
+        let d = describe(&cam(CameraSourceKind::Test), Encoder::X265, &settings()).unwrap();
         assert_eq!(
             d,
             "videotestsrc is-live=true pattern=smpte ! \
@@ -224,7 +220,7 @@ mod tests {
     fn argus_feeds_nvenc_in_nvmm_and_others_through_nvvidconv() {
         let mut c = cam(CameraSourceKind::Argus);
         c.sensor_id = 2;
-        let d = describe(&c, Encoder::NvV4l2H265, &settings());
+        let d = describe(&c, Encoder::NvV4l2H265, &settings()).unwrap();
         assert!(
             d.starts_with(
                 "nvarguscamerasrc name=camsrc sensor-id=2 ! \
@@ -237,7 +233,7 @@ mod tests {
             "{d}"
         );
         c.sensor_mode = 3;
-        let d = describe(&c, Encoder::X265, &settings());
+        let d = describe(&c, Encoder::X265, &settings()).unwrap();
         assert!(d.contains("sensor-id=2 sensor-mode=3 !"), "{d}");
         assert!(
             d.contains("nvvidconv ! video/x-raw,format=I420 ! x265enc"),
@@ -249,7 +245,7 @@ mod tests {
     fn v4l2_asks_for_its_format_and_nvenc_gets_nvmm() {
         let mut c = cam(CameraSourceKind::V4l2);
         c.format = "YUY2".into();
-        let d = describe(&c, Encoder::NvV4l2H265, &settings());
+        let d = describe(&c, Encoder::NvV4l2H265, &settings()).unwrap();
         assert!(d.starts_with(
             "v4l2src device=/dev/video0 ! video/x-raw,format=YUY2,width=1280,height=720,framerate=30/1"
         ), "{d}");
@@ -258,7 +254,7 @@ mod tests {
             "{d}"
         );
         c.format = "MJPG".into();
-        let d = describe(&c, Encoder::NvH265, &settings());
+        let d = describe(&c, Encoder::NvH265, &settings()).unwrap();
         assert!(
             d.contains("image/jpeg,width=1280,height=720,framerate=30/1 ! jpegdec"),
             "{d}"
@@ -274,11 +270,11 @@ mod tests {
     fn rtsp_pipeline_and_topic_are_fitted_to_the_picture() {
         let mut c = cam(CameraSourceKind::Rtsp);
         c.url = "rtsp://10.0.0.5:8554/cam a".into();
-        let d = describe(&c, Encoder::X265, &settings());
+        let d = describe(&c, Encoder::X265, &settings()).unwrap();
         assert!(d.starts_with("rtspsrc location=\"rtsp://10.0.0.5:8554/cam a\" latency=100 ! decodebin ! videoconvert ! videoscale ! videorate ! video/x-raw,width=1280,height=720,framerate=30/1"), "{d}");
         let mut c = cam(CameraSourceKind::Pipeline);
         c.pipeline = " v4l2src device=/dev/video2 ! videoflip method=rotate-180 ".into();
-        let d = describe(&c, Encoder::X265, &settings());
+        let d = describe(&c, Encoder::X265, &settings()).unwrap();
         assert!(
             d.starts_with(
                 "v4l2src device=/dev/video2 ! videoflip method=rotate-180 ! videoconvert"
@@ -286,7 +282,7 @@ mod tests {
             "{d}"
         );
         let c = cam(CameraSourceKind::Topic);
-        let d = describe(&c, Encoder::X265, &settings());
+        let d = describe(&c, Encoder::X265, &settings()).unwrap();
         assert!(
             d.starts_with("appsrc name=input is-live=true format=time"),
             "{d}"

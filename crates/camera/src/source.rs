@@ -154,7 +154,8 @@ impl CameraSource {
             keyframe_frames,
             preset: cfg.preset.clone(),
         };
-        let description = launch::describe(cfg, selection.encoder, &settings);
+        let description = launch::describe(cfg, selection.encoder, &settings)
+            .map_err(|e| setup(format!("pipeline = {:?} is refused: {e}", cfg.pipeline)))?;
         // Parsed now, so a bad `pipeline` is a start-up error with
         // GStreamer's own words; each run parses it again.
         let parsed = gst::parse::launch(&description).map_err(|e| {

@@ -402,11 +402,12 @@ section! {
         source: CameraSourceKind = CameraSourceKind::Test,
             choice(&CameraSourceKind::ALL, CameraSourceKind::as_str),
             required "add source = \"v4l2\" (sources: test, v4l2, argus, rtsp, topic, pipeline)";
-        /// `v4l2`: the device. Default `/dev/video0`.
-        device: PathBuf = PathBuf::from("/dev/video0"), non_empty_path();
+        /// `v4l2`: the device, `/dev/videoN` or under `/dev/v4l/by-id/` or
+        /// `/dev/v4l/by-path/`. Default `/dev/video0`.
+        device: PathBuf = PathBuf::from("/dev/video0"), read(readers::video_device);
         /// `v4l2`: the pixel format to ask the device for (`YUY2`, `UYVY`,
         /// `NV12`, `MJPG`, ...); empty = what the device offers (default).
-        format: String = String::new(), string();
+        format: String = String::new(), read(readers::pixel_format);
         /// `argus`: the CSI sensor (`sensor-id`); 0 to 15. Default 0.
         sensor_id: u32 = 0, int(0..=15);
         /// `argus`: the sensor mode; -1 = chosen by libargus from width,
@@ -417,13 +418,14 @@ section! {
         /// `topic`: the `sensor_msgs/msg/Image` topic to transcode. Default
         /// none.
         input_topic: String = String::new(), read(readers::topic_or_empty);
-        /// `pipeline`: a gst-launch description of a source of raw video
-        /// (`"v4l2src device=/dev/video2 ! videoflip method=rotate-180"`).
-        /// Default none.
-        pipeline: String = String::new(), string();
+        /// `pipeline`: a gst-launch source of raw video, one chain of
+        /// allowed elements (`"v4l2src device=/dev/video2 ! videoflip
+        /// method=rotate-180"`); sinks, files, sockets and a second chain
+        /// are refused. Default none.
+        pipeline: String = String::new(), read(readers::camera_pipeline);
         /// `test`: the videotestsrc pattern (`smpte`, `ball`, `snow`, ...).
         /// Default `smpte`.
-        pattern: String = "smpte".to_owned(), string();
+        pattern: String = "smpte".to_owned(), read(readers::test_pattern);
         /// Picture width in pixels; even, 64 to 8192. Default 1920.
         width: u32 = 1920, int(64..=8192);
         /// Picture height in pixels; even, 64 to 8192. Default 1080.
@@ -445,7 +447,7 @@ section! {
         /// The encoder's speed preset; empty = the fastest that keeps real
         /// time (default): x265enc `ultrafast`, nvv4l2h265enc `1`
         /// (UltraFast), nvh265enc `low-latency-hp`.
-        preset: String = String::new(), string();
+        preset: String = String::new(), read(readers::encoder_preset);
         /// `topic`: also record the raw image topic. Default false.
         record_raw_input: bool = false, boolean();
     }

@@ -72,6 +72,7 @@ mod checks;
 mod config;
 mod document;
 mod error;
+pub mod gst_chain;
 mod readers;
 mod schema;
 mod units;

@@ -635,6 +635,71 @@ pub(crate) fn health_conditions(cx: &Cx, field: &Field) -> Result<Vec<String>> {
     Ok(list)
 }
 
+/// A camera's `pipeline`: empty, or one chain [`crate::gst_chain::parse`]
+/// accepts. The error names the refused part.
+pub(crate) fn camera_pipeline(cx: &Cx, field: &Field) -> Result<String> {
+    let text = cx.string(field)?;
+    if text.trim().is_empty() {
+        return Ok(String::new());
+    }
+    crate::gst_chain::parse(text).map_err(|e| {
+        let rest = text.get(e.offset..).unwrap_or("");
+        let part: String = rest.chars().take(32).collect();
+        let message = if part.is_empty() {
+            e.message
+        } else {
+            format!("{} (at `{}`)", e.message, part.trim_end())
+        };
+        cx.at(field, message, e.hint)
+    })?;
+    Ok(text.to_owned())
+}
+
+/// A V4L2 camera's `format`: put into caps, so letters and digits only,
+/// at most 16; empty = what the device offers.
+pub(crate) fn pixel_format(cx: &Cx, field: &Field) -> Result<String> {
+    let format = cx.string(field)?;
+    if format.len() > 16 || !format.chars().all(|c| c.is_ascii_alphanumeric()) {
+        return Err(cx.at(
+            field,
+            format!("`{format}` is not a pixel format"),
+            Some(
+                "write a FourCC such as \"YUY2\", \"UYVY\", \"NV12\" or \"MJPG\", or \"\" for any"
+                    .to_owned(),
+            ),
+        ));
+    }
+    Ok(format.to_owned())
+}
+
+/// A V4L2 camera's `device`: a capture node, nothing else.
+pub(crate) fn video_device(cx: &Cx, field: &Field) -> Result<std::path::PathBuf> {
+    let device = cx.string(field)?;
+    crate::gst_chain::check_video_device(device).map_err(|message| cx.at(field, message, None))?;
+    Ok(std::path::PathBuf::from(device))
+}
+
+/// A value put into the camera's pipeline as one word (the test pattern,
+/// the encoder preset): letters, digits, `-` and `_`; `empty_ok` allows "".
+fn element_word(cx: &Cx, field: &Field, empty_ok: bool) -> Result<String> {
+    let word = cx.string(field)?;
+    if word.is_empty() && empty_ok {
+        return Ok(String::new());
+    }
+    crate::gst_chain::check_word(word).map_err(|message| cx.at(field, message, None))?;
+    Ok(word.to_owned())
+}
+
+/// A test camera's `pattern`.
+pub(crate) fn test_pattern(cx: &Cx, field: &Field) -> Result<String> {
+    element_word(cx, field, false)
+}
+
+/// An encoder `preset`; empty = the fastest real-time one.
+pub(crate) fn encoder_preset(cx: &Cx, field: &Field) -> Result<String> {
+    element_word(cx, field, true)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

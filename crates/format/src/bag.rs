@@ -13,8 +13,7 @@
 //! rebuilt by [`crate::recover`]) gets its final name.
 
 use std::fmt::Write as _;
-use std::fs::{self, File, OpenOptions};
-use std::io::Write;
+use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 
 use crate::reader::read_summary;
@@ -248,24 +247,10 @@ impl BagMetadata {
 /// Replaces `dir/name` with `data` so that a power cut leaves the old or the
 /// new content.
 pub fn write_file_atomic(dir: &Path, name: &str, data: &[u8]) -> std::io::Result<()> {
-    // One writer at a time in this process: two threads (a segment's
-    // closer and retention) sharing the temporary name would rename each
-    // other's file away. Writes are rare (once per segment), so one lock
-    // for all directories costs nothing.
-    static WRITING: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    let _one = WRITING.lock().unwrap_or_else(|p| p.into_inner());
-    let tmp = dir.join(format!(".{name}.tmp"));
-    {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&tmp)?;
-        f.write_all(data)?;
-        f.sync_all()?;
-    }
-    fs::rename(&tmp, dir.join(name))?;
-    sync_dir(dir)
+    // A temporary file of a random name made with O_EXCL | O_NOFOLLOW in
+    // the directory's descriptor: no link planted in the bag directory is
+    // followed, and two writers never share a temporary file.
+    crate::nofollow::Dir::open(dir)?.write_atomic(name, data)
 }
 
 /// fsyncs a directory so a rename or create in it is durable.

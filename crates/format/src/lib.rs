@@ -40,6 +40,7 @@ pub mod info;
 pub mod messages;
 pub mod msgdefs;
 pub mod msgtype;
+pub mod nofollow;
 pub mod print;
 pub mod reader;
 pub mod records;

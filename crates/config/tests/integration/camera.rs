@@ -146,3 +146,59 @@ fn two_cameras_cannot_share_a_name_or_a_topic() {
     );
     assert_eq!(err.message, "duplicate camera topic `/camera/a/h265`");
 }
+
+#[test]
+fn a_pipeline_that_reaches_past_the_camera_is_refused_at_its_part() {
+    let err = error(
+        "[[camera]]\nname = \"a\"\nsource = \"pipeline\"\n\
+         pipeline = \"videotestsrc ! filesink location=/data/x\"\n",
+    );
+    assert_eq!(
+        (err.line, err.key.as_deref()),
+        (Some(4), Some("camera[0].pipeline"))
+    );
+    assert!(err.message.contains("`filesink` is a sink"), "{err}");
+    assert!(
+        err.message.contains("(at `filesink location=/data/x`)"),
+        "{err}"
+    );
+    assert!(err.hint.is_some(), "{err}");
+    let err = error(
+        "[[camera]]\nname = \"a\"\nsource = \"pipeline\"\n\
+         pipeline = \"videotestsrc ! videoconvert videotestsrc\"\n",
+    );
+    assert!(err.message.contains("second chain"), "{err}");
+    let err = error(
+        "[[camera]]\nname = \"a\"\nsource = \"pipeline\"\n\
+         pipeline = \"v4l2src device=/dev/video2 name=t ! videoconvert\"\n",
+    );
+    assert!(err.message.contains("`name`"), "{err}");
+    let cfg = parse(
+        "[[camera]]\nname = \"a\"\nsource = \"pipeline\"\n\
+         pipeline = \"v4l2src device=/dev/video2 ! videoflip method=rotate-180\"\n",
+    )
+    .unwrap();
+    assert_eq!(
+        cfg.camera[0].pipeline,
+        "v4l2src device=/dev/video2 ! videoflip method=rotate-180"
+    );
+}
+
+#[test]
+fn values_put_into_the_pipeline_are_words() {
+    for (key, value, says) in [
+        ("format", "YUY2,width=1 ! filesink", "pixel format"),
+        ("device", "/etc/shadow", "V4L2 capture node"),
+        ("pattern", "ball ! filesink", "letters, digits"),
+        ("preset", "fast name=x", "letters, digits"),
+    ] {
+        let err = error(&format!(
+            "[[camera]]\nname = \"a\"\nsource = \"v4l2\"\n{key} = \"{value}\"\n"
+        ));
+        assert_eq!(
+            err.key.as_deref(),
+            Some(format!("camera[0].{key}").as_str())
+        );
+        assert!(err.message.contains(says), "{key}: {err}");
+    }
+}
