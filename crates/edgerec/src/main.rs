@@ -266,9 +266,10 @@ fn check(path: &Path) -> ExitCode {
                 );
                 ExitCode::SUCCESS
             }
+            // EX_CONFIG, as `edgerec run` exits on the same file.
             Err(e) => {
                 println!("INVALID {e}");
-                ExitCode::from(1)
+                ExitCode::from(EXIT_CONFIG)
             }
         };
     }

@@ -278,6 +278,37 @@ fn config_error_exits_78_and_creates_nothing() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("missing.toml"));
 }
 
+/// Five bytes a fuzzer found that panicked inside toml_edit 0.23 (exit
+/// 101): `check` and `run` both exit 78 naming the file, line and column.
+#[test]
+fn check_and_run_of_the_toml_edit_span_panic_exit_78_naming_the_file() {
+    if edgerec_testkit::skip_if_cannot_exec(BIN) {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let cfg = d.path().join("span.toml");
+    std::fs::copy(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fuzz/finds/config_parse/config-toml-edit-span-panic.toml"),
+        &cfg,
+    )
+    .unwrap();
+    let o = edgerec(&["check", cfg.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(78), "{}", text(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        out.starts_with("INVALID ") && out.contains("span.toml:1:2"),
+        "{out}"
+    );
+    let o = edgerec(&["run", "--config", cfg.to_str().unwrap(), "--duration", "1s"]);
+    assert_eq!(o.status.code(), Some(78), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("span.toml:1:2"),
+        "{}",
+        text(&o)
+    );
+}
+
 #[test]
 fn sigterm_and_sigint_finish_every_file_cleanly() {
     if edgerec_testkit::skip_if_cannot_exec(BIN) {

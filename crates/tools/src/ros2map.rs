@@ -98,6 +98,16 @@ pub enum MapError {
     },
 }
 
+/// Whether `f` is the standard Header's `uint32 seq`, which ROS 2 does not
+/// have. A Header that declares `seq` otherwise (a mutated or home-made
+/// definition) keeps it as a field, so what the ROS 1 decoder reads is
+/// what converts.
+fn is_standard_seq(f: &edgerec_format::msgtype::Field) -> bool {
+    f.name() == "seq"
+        && f.ty().kind == FieldKind::Primitive(Primitive::UInt32)
+        && f.ty().arity == Arity::Single
+}
+
 /// One ROS 1 type with its ROS 2 name, definition and payload converter.
 #[derive(Debug)]
 pub struct Ros2Type {
@@ -120,7 +130,7 @@ impl Ros2Type {
                 let d = t
                     .fields()
                     .iter()
-                    .map(|f| t.name() == "std_msgs/Header" && f.name() == "seq")
+                    .map(|f| t.name() == "std_msgs/Header" && is_standard_seq(f))
                     .collect();
                 (id, d)
             })
@@ -514,5 +524,58 @@ mod tests {
         ));
         let e = t.convert(&[200, 0, 0, 0, b'x'], &mut out).unwrap_err();
         assert!(e.to_string().contains("field `s`"), "{e}");
+    }
+
+    /// A Header that declares `seq` other than `uint32` (the
+    /// `ros1_to_ros2` fuzz target's find: `uint64 seq`) keeps it: what the
+    /// ROS 1 decoder reads converts, byte for byte, and decodes as CDR.
+    #[test]
+    fn a_non_standard_header_seq_is_kept_not_dropped_as_four_bytes() {
+        let def = format!(
+            "Header header\n{SEPARATOR}\nMSG: std_msgs/Header\nuint64 seq\ntime stamp\nstring frame_id\n"
+        );
+        let mut m = 7u64.to_le_bytes().to_vec();
+        m.extend(1u32.to_le_bytes());
+        m.extend(2u32.to_le_bytes());
+        m.extend(1u32.to_le_bytes());
+        m.push(b'm');
+        let t = Ros2Type::from_ros1("p/H", &def).unwrap();
+        assert!(t.definition().contains("uint64 seq"), "{}", t.definition());
+        assert_eq!(
+            roundtrip("p/H", &def, &m),
+            r#"{"header":{"seq":7,"stamp":{"sec":1,"nanosec":2},"frame_id":"m"}}"#
+        );
+        let ros1 = TypeTable::parse_with("p/H", &def, Dialect::Ros1).unwrap();
+        assert!(edgerec_format::ros1_decode::decode(&ros1, &m).is_ok());
+    }
+
+    /// Every saved input of the `ros1_to_ros2` fuzz target keeps the
+    /// target's property: what the ROS 1 decoder accepts converts, and
+    /// what converts decodes as CDR.
+    #[test]
+    fn the_saved_fuzz_finds_keep_the_property() {
+        let dir =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/finds/ros1_to_ros2");
+        let mut n = 0;
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let data = std::fs::read(&path).unwrap();
+            let end = data.iter().position(|&b| b == 0).unwrap_or(data.len());
+            let text = std::str::from_utf8(&data[..end]).unwrap();
+            let payload = data.get(end + 1..).unwrap_or(&[]);
+            let ros1 = TypeTable::parse_with("fuzz_msgs/Root", text, Dialect::Ros1).unwrap();
+            let t = Ros2Type::from_ros1("fuzz_msgs/Root", text).unwrap();
+            let ros2 = TypeTable::parse_with(t.name(), t.definition(), Dialect::Ros2).unwrap();
+            let mut cdr = Vec::new();
+            let converted = t.convert(payload, &mut cdr);
+            if edgerec_format::ros1_decode::decode(&ros1, payload).is_ok() {
+                assert!(converted.is_ok(), "{}: {converted:?}", path.display());
+            }
+            if converted.is_ok() {
+                cdr_decode::decode(&ros2, &cdr).unwrap();
+            }
+            n += 1;
+        }
+        assert!(n > 0, "no saved inputs in {}", dir.display());
     }
 }

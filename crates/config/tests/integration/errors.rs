@@ -948,3 +948,18 @@ fn invalid_voltage_profile() {
         )
     );
 }
+
+/// Five bytes a fuzzer found (`==`, newline, `.=`) that panicked inside
+/// toml_edit 0.23 ("all items have spans"): a syntax error at a line and
+/// column now, like any other.
+#[test]
+fn the_toml_edit_span_panic_is_a_syntax_error() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fuzz/finds/config_parse/config-toml-edit-span-panic.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(text.as_bytes(), b"==\n.=");
+    let err = error(&text);
+    assert_eq!(err.path, PathBuf::from("edgerec.toml"), "{err}");
+    assert_eq!((err.line, err.column), (Some(1), Some(2)), "{err}");
+    assert!(err.message.contains('='), "{err}");
+}
