@@ -451,10 +451,9 @@ mod tests {
                     "{msg}"
                 );
             }
-            Err(ClockError::InterfaceQuery { source, .. }) => println!(
-                "SKIP lo PHC lookup: {}",
-                edgerec_testkit::unsupported_skip_reason("the SIOCETHTOOL ioctl", &source)
-            ),
+            Err(ClockError::InterfaceQuery { source, .. }) => {
+                edgerec_testkit::unsupported_skip_reason("the SIOCETHTOOL ioctl", &source).report()
+            }
             other => panic!("lo: {other:?}"),
         }
         match resolve("edgerec-none0") {
@@ -465,10 +464,8 @@ mod tests {
                 {
                     // QEMU refuses the ioctl before the kernel could say
                     // the interface is missing.
-                    println!(
-                        "SKIP missing interface is ENODEV: {}",
-                        edgerec_testkit::unsupported_skip_reason("the SIOCETHTOOL ioctl", &source)
-                    );
+                    edgerec_testkit::unsupported_skip_reason("the SIOCETHTOOL ioctl", &source)
+                        .report();
                 } else {
                     assert_eq!(source.raw_os_error(), Some(libc::ENODEV));
                 }
@@ -500,13 +497,16 @@ mod tests {
             .map(|i| PathBuf::from(format!("/dev/ptp{i}")))
             .find(|p| p.exists())
         else {
-            println!("SKIP real_phc_offset_where_present: no /dev/ptp* on this machine");
+            edgerec_testkit::skip::skip_allowed(
+                edgerec_testkit::skip::Allowed::NoHardware,
+                "no /dev/ptp* on this machine",
+            );
             return;
         };
         let dev = match PhcDevice::open(&path) {
             Ok(d) => d,
             Err(e) => {
-                println!("SKIP real_phc_offset_where_present: {e}");
+                edgerec_testkit::skip::skip(e);
                 return;
             }
         };

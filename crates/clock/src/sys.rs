@@ -182,10 +182,9 @@ mod tests {
         // only software timestamping and phc_index -1.
         match ethtool_phc_index("lo") {
             Ok(index) => assert_eq!(index, -1),
-            Err(e) => println!(
-                "SKIP loopback_has_no_phc: {}",
-                edgerec_testkit::unsupported_skip_reason("the SIOCETHTOOL ioctl on lo", &e)
-            ),
+            Err(e) => {
+                edgerec_testkit::unsupported_skip_reason("the SIOCETHTOOL ioctl on lo", &e).report()
+            }
         }
     }
 

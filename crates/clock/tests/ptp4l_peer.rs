@@ -10,8 +10,9 @@
 //! Unix sockets in the filesystem, so the host talks to it directly) and the
 //! result is compared with what Debian's `pmc` prints for the same GETs.
 //!
-//! Needs root, `ip`, `ptp4l` and `pmc`; prints `SKIP ptp4l peer test: ...`
-//! and passes where any is missing or namespaces cannot be made.
+//! Needs root, `ip`, `ptp4l` and `pmc`; where any is missing or namespaces
+//! cannot be made it skips (a failure under scripts/test, which installs
+//! them).
 
 use std::collections::HashMap;
 use std::fs::File;
@@ -34,8 +35,9 @@ const SYNC_WAIT: Duration = Duration::from_secs(45);
 /// (once a second), so the two readings are compared by magnitude only.
 const NOISE_BOUND_NS: f64 = 1_000_000.0;
 
+#[track_caller]
 fn skip(reason: &str) {
-    println!("SKIP ptp4l peer test: {reason}");
+    edgerec_testkit::skip::skip(format!("ptp4l peer test: {reason}"));
 }
 
 fn find_tool(name: &str) -> Option<PathBuf> {
@@ -294,6 +296,8 @@ fn wait_for_grandmaster(pair: &mut Pair) -> Ptp4lStatus {
 
 #[test]
 fn native_client_agrees_with_pmc_on_a_real_ptp4l_pair() {
+    // DDS peers, GStreamer, the recorder: a hang fails here, named.
+    let _limit = edgerec_testkit::time_limit(std::time::Duration::from_secs(600));
     if !is_root() {
         return skip("not root (network namespaces need CAP_SYS_ADMIN)");
     }

@@ -621,8 +621,9 @@ fn missing_tool(tools: &[&str]) -> Option<String> {
         .map(|t| (*t).to_owned())
 }
 
+#[track_caller]
 fn skip(test: &str, why: &str) {
-    println!("SKIP {test}: {why}");
+    edgerec_testkit::skip::skip(format!("{test}: {why}"));
 }
 
 fn output_text(o: &Output) -> String {

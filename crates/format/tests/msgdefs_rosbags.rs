@@ -628,7 +628,7 @@ fn definitions_and_cdr_match_rosbags_and_mcap_ros2() {
     let python = match python() {
         Ok(p) => p,
         Err(why) => {
-            eprintln!("SKIP msgdefs_rosbags: {why}");
+            edgerec_testkit::skip::skip(why);
             return;
         }
     };
@@ -649,7 +649,7 @@ fn definitions_and_cdr_match_rosbags_and_mcap_ros2() {
         String::from_utf8_lossy(&out.stderr)
     );
     if out.status.code() == Some(SKIP_STATUS) {
-        eprintln!("SKIP msgdefs_rosbags ({}): {report}", python.display());
+        edgerec_testkit::skip::skip(format!("{}: {report}", python.display()));
         let _ = std::fs::remove_dir_all(&dir);
         return;
     }

@@ -21,7 +21,9 @@ type Expected = BTreeMap<String, BTreeMap<String, u64>>;
 
 fn python_files(dir: &Path) -> Option<Expected> {
     let Some(py) = edgerec_testkit::python() else {
-        eprintln!("SKIP: the Python readers' venv is missing (scripts/test installs it)");
+        edgerec_testkit::skip::skip(
+            "the Python readers' venv is missing (scripts/test installs it)",
+        );
         return None;
     };
     let script = edgerec_testkit::workspace_root().join("tests/py/write_reference_mcaps.py");

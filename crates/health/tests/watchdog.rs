@@ -295,9 +295,10 @@ fn systemd_watchdog_is_fed_only_while_healthy() {
 #[test]
 fn real_watchdog_device() {
     if std::env::var("EDGEREC_TEST_REAL_WATCHDOG").as_deref() != Ok("1") {
-        println!(
-            "SKIP real_watchdog_device: set EDGEREC_TEST_REAL_WATCHDOG=1 to arm a real \
-             /dev/watchdog (the machine resets if the test dies while it is armed)"
+        edgerec_testkit::skip::skip_allowed(
+            edgerec_testkit::skip::Allowed::OptIn,
+            "set EDGEREC_TEST_REAL_WATCHDOG=1 to arm a real /dev/watchdog (the machine \
+             resets if the test dies while it is armed)",
         );
         return;
     }
@@ -310,17 +311,14 @@ fn real_watchdog_device() {
         {
             Some(path) => path,
             None => {
-                println!("SKIP real_watchdog_device: no /dev/watchdog0 or /dev/watchdog");
+                edgerec_testkit::skip::skip("no /dev/watchdog0 or /dev/watchdog");
                 return;
             }
         },
     };
     // SAFETY: geteuid has no preconditions and cannot fail.
     if unsafe { libc::geteuid() } != 0 {
-        println!(
-            "SKIP real_watchdog_device: needs root to open {}",
-            path.display()
-        );
+        edgerec_testkit::skip::skip(format!("needs root to open {}", path.display()));
         return;
     }
 

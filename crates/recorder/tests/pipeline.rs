@@ -734,9 +734,15 @@ fn record_with_backend(
                     backend: edgerec_storage::Backend::IoUringDirect,
                     reason,
                 } => edgerec_testkit::io_uring_skip_reason(reason),
-                _ => format!("this host refuses it: {source}"),
+                _ => {
+                    edgerec_testkit::skip::Skip::missing(format!("this host refuses it: {source}"))
+                }
             };
-            println!("SKIP {choice:?}: {why}");
+            edgerec_testkit::skip::Skip {
+                why: format!("{choice:?}: {}", why.why),
+                ..why
+            }
+            .report();
             return None;
         }
         Err(e) => panic!("start with {choice:?}: {e}"),
@@ -1060,7 +1066,9 @@ fn storage_stage_threads_run_sched_fifo_and_nothing_else_does() {
     .join()
     .expect("probe thread");
     if let Some(why) = refused {
-        println!("SKIP {test}: SCHED_FIFO refused here ({why}): needs CAP_SYS_NICE");
+        edgerec_testkit::skip::skip(format!(
+            "{test}: SCHED_FIFO refused here ({why}): needs CAP_SYS_NICE"
+        ));
         return;
     }
     // A priority no other test uses.

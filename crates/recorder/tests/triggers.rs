@@ -437,12 +437,15 @@ fn a_full_disk_deletes_segments_before_the_clip() {
     let _fs = match edgerec_testkit::LoopExt4::mount(&dir.path().join("fs.img"), &mnt, 160) {
         Ok(fs) => fs,
         Err(why) => {
-            println!("SKIP: cannot loop-mount an ext4 image here: {why}");
+            edgerec_testkit::skip::skip(format!("cannot loop-mount an ext4 image here: {why}"));
             return;
         }
     };
     if edgerec_testkit::qemu_user().is_some() {
-        println!("SKIP under user-mode QEMU: it records too slowly to fill the disk in time");
+        edgerec_testkit::skip::skip_allowed(
+            edgerec_testkit::skip::Allowed::QemuUser,
+            "it records too slowly to fill the disk in time",
+        );
         return;
     }
     let root = mnt.join("rec");

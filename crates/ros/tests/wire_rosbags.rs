@@ -353,7 +353,7 @@ fn wire_encodings_match_rosbags() {
     let out = match Command::new(&python).arg(&script).arg(&dir).output() {
         Ok(out) => out,
         Err(e) => {
-            eprintln!("SKIP wire_rosbags: cannot run {}: {e}", python.display());
+            edgerec_testkit::skip::skip(format!("cannot run {}: {e}", python.display()));
             let _ = std::fs::remove_dir_all(&dir);
             return;
         }
@@ -364,7 +364,7 @@ fn wire_encodings_match_rosbags() {
         String::from_utf8_lossy(&out.stderr)
     );
     if out.status.code() == Some(SKIP_STATUS) {
-        eprintln!("SKIP wire_rosbags ({}): {report}", python.display());
+        edgerec_testkit::skip::skip(format!("{}: {report}", python.display()));
         let _ = std::fs::remove_dir_all(&dir);
         return;
     }

@@ -9,8 +9,12 @@
 //! exactly why they skip what emulation cannot do.
 #![deny(missing_docs)]
 
+pub mod limit;
 pub mod netns;
 pub mod ros1;
+pub mod skip;
+
+pub use limit::time_limit;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -282,11 +286,14 @@ pub fn qemu_user() -> Option<String> {
 /// implements none of the io_uring syscalls, so there the reason says
 /// that; anywhere else the refusal is the reason (a kernel without
 /// io_uring, `kernel.io_uring_disabled`, a seccomp profile).
-pub fn io_uring_skip_reason(refusal: &str) -> String {
+pub fn io_uring_skip_reason(refusal: &str) -> skip::Skip {
     if qemu_user().is_some() && refusal.contains("ENOSYS") {
-        "user-mode QEMU has no io_uring (io_uring_setup: ENOSYS)".to_owned()
+        skip::Skip::allowed(
+            skip::Allowed::QemuUser,
+            "user-mode QEMU has no io_uring (io_uring_setup: ENOSYS)",
+        )
     } else {
-        format!("io_uring is refused here: {refusal}")
+        skip::Skip::missing(format!("io_uring is refused here: {refusal}"))
     }
 }
 
@@ -295,12 +302,13 @@ pub fn io_uring_skip_reason(refusal: &str) -> String {
 /// QEMU answers ENOSYS for what it does not translate (QEMU 7.2: io_uring,
 /// SIOCETHTOOL), and then the reason says so; anywhere else it is the
 /// error itself.
-pub fn unsupported_skip_reason(what: &str, err: &std::io::Error) -> String {
+pub fn unsupported_skip_reason(what: &str, err: &std::io::Error) -> skip::Skip {
     match (qemu_user(), err.raw_os_error()) {
-        (Some(_), Some(libc::ENOSYS)) => {
-            format!("user-mode QEMU does not implement {what} (ENOSYS)")
-        }
-        _ => format!("{what} failed: {err}"),
+        (Some(_), Some(libc::ENOSYS)) => skip::Skip::allowed(
+            skip::Allowed::QemuUser,
+            format!("user-mode QEMU does not implement {what} (ENOSYS)"),
+        ),
+        _ => skip::Skip::missing(format!("{what} failed: {err}")),
     }
 }
 
@@ -405,14 +413,15 @@ fn binfmt_entry_for(header: &[u8]) -> Result<String, String> {
     ))
 }
 
-/// Prints `SKIP <test>: <reason>` and returns true when [`exec_skip_reason`]
-/// gives a reason not to start `bin` here; the caller returns. `<test>` is
-/// the test's name (libtest names each test's thread after it).
+/// Skips ([`skip::skip`]: a failure under scripts/test, where
+/// `scripts/test-aarch64` registers binfmt_misc) and returns true when
+/// [`exec_skip_reason`] gives a reason not to start `bin` here; the caller
+/// returns.
+#[track_caller]
 pub fn skip_if_cannot_exec(bin: &str) -> bool {
     let Some(why) = exec_skip_reason(bin) else {
         return false;
     };
-    let thread = std::thread::current();
-    println!("SKIP {}: {why}", thread.name().unwrap_or("test"));
+    skip::skip(why);
     true
 }

@@ -48,13 +48,19 @@ pub fn namespaces_unsupported() -> Option<String> {
     None
 }
 
-/// Why DDS tests cannot run here, if they cannot.
-pub fn skip_reason() -> Option<String> {
+/// Why DDS tests cannot run here, if they cannot: allowed only under
+/// user-mode QEMU (no `IP_MULTICAST_IF`).
+pub fn skip_reason() -> Option<crate::skip::Skip> {
+    use crate::skip::{Allowed, Skip};
     if let Some(why) = namespaces_unsupported() {
-        return Some(format!("DDS tests: {why}"));
+        return Some(Skip::missing(format!("DDS tests: {why}")));
     }
     if let Some(why) = multicast_unsupported() {
-        return Some(why);
+        return Some(if crate::qemu_user().is_some() {
+            Skip::allowed(Allowed::QemuUser, why)
+        } else {
+            Skip::missing(why)
+        });
     }
     let py = python();
     let ok = Command::new(&py)
@@ -64,10 +70,10 @@ pub fn skip_reason() -> Option<String> {
         .map(|s| s.success())
         .unwrap_or(false);
     if !ok {
-        return Some(format!(
+        return Some(Skip::missing(format!(
             "{} cannot import cyclonedds (run scripts/test, which installs it)",
             py.display()
-        ));
+        )));
     }
     None
 }

@@ -14,7 +14,7 @@ pub const COMPRESSIONS: [&str; 3] = ["none", "bz2", "lz4"];
 /// Writes the generated bags into `dir` (made anew): `{none,bz2,lz4}.bag`
 /// with their `.json` oracles and `encrypted.bag`. `Err` says why it
 /// cannot (Debian's rosbag or its message packages missing), for the
-/// caller to print as its SKIP reason; a generator that fails panics.
+/// caller to give as its skip reason; a generator that fails panics.
 pub fn make_bags(dir: &Path) -> Result<(), String> {
     let probe = Command::new(PYTHON)
         .args([

@@ -14,7 +14,7 @@ fn generator() -> PathBuf {
 }
 
 /// The directory of generated bags, made once per test process; `None`
-/// (after printing SKIP and why) where Debian's rosbag is missing.
+/// (after a skip saying why) where Debian's rosbag is missing.
 pub fn generated() -> Option<&'static Path> {
     static DIR: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     let dir = DIR.get_or_init(|| {
@@ -25,7 +25,7 @@ pub fn generated() -> Option<&'static Path> {
     match dir {
         Ok(d) => Some(d),
         Err(why) => {
-            println!("SKIP: {why}");
+            edgerec_testkit::skip::skip(why);
             None
         }
     }

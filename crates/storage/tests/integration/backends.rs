@@ -141,10 +141,7 @@ fn create_refuses_an_existing_path() {
             // The ring is set up before the file is opened, so a refused
             // io_uring answers first and the open is never tried.
             assert!(matches!(e.kind(), ErrorKind::Unavailable { .. }), "{e}");
-            println!(
-                "SKIP create_refuses_an_existing_path with IoUring: {}",
-                edgerec_testkit::io_uring_skip_reason(refusal)
-            );
+            edgerec_testkit::io_uring_skip_reason(refusal).report();
             continue;
         }
         assert_eq!(

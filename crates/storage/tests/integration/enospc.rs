@@ -59,7 +59,7 @@ fn real_enospc_on_a_small_tmpfs() {
     let _mounted = match mount(&["-t", "tmpfs", "-o", "size=8200k", "tmpfs"], &mnt) {
         Ok(m) => m,
         Err(why) => {
-            eprintln!("SKIP real_enospc_on_a_small_tmpfs: {why}");
+            edgerec_testkit::skip::skip(why);
             return;
         }
     };
@@ -88,14 +88,14 @@ fn real_enospc_on_a_small_ext4_loop_mount() {
     match mkfs {
         Ok(out) if out.status.success() => {}
         Ok(out) => {
-            eprintln!(
-                "SKIP real_enospc_on_a_small_ext4_loop_mount: mkfs.ext4 failed: {}",
+            edgerec_testkit::skip::skip(format!(
+                "mkfs.ext4 failed: {}",
                 String::from_utf8_lossy(&out.stderr).trim()
-            );
+            ));
             return;
         }
         Err(e) => {
-            eprintln!("SKIP real_enospc_on_a_small_ext4_loop_mount: no mkfs.ext4: {e}");
+            edgerec_testkit::skip::skip(format!("no mkfs.ext4: {e}"));
             return;
         }
     }
@@ -103,7 +103,7 @@ fn real_enospc_on_a_small_ext4_loop_mount() {
     let _mounted = match mount(&["-o", "loop", &image], &mnt) {
         Ok(m) => m,
         Err(why) => {
-            eprintln!("SKIP real_enospc_on_a_small_ext4_loop_mount: {why}");
+            edgerec_testkit::skip::skip(why);
             return;
         }
     };

@@ -25,9 +25,9 @@ fn auto_picks_io_uring_on_this_host() {
                 ErrorKind::Unavailable { reason, .. } => {
                     edgerec_testkit::io_uring_skip_reason(reason)
                 }
-                _ => e.to_string(),
+                _ => edgerec_testkit::skip::Skip::missing(e.to_string()),
             };
-            println!("SKIP auto_picks_io_uring_on_this_host: {why}");
+            why.report();
             return;
         }
     }
@@ -150,7 +150,7 @@ fn auto_falls_back_to_buffered_on_a_real_o_direct_refusal() {
     let _mounted = match mount(&["-t", "ramfs", "ramfs"], &mnt) {
         Ok(m) => m,
         Err(why) => {
-            eprintln!("SKIP auto_falls_back_to_buffered_on_a_real_o_direct_refusal: {why}");
+            edgerec_testkit::skip::skip(why);
             return;
         }
     };

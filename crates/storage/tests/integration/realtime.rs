@@ -19,7 +19,9 @@ fn refusal() -> Option<String> {
 fn io_thread_runs_sched_fifo_at_the_configured_priority() {
     let test = "io_thread_runs_sched_fifo_at_the_configured_priority";
     if let Some(why) = refusal() {
-        println!("SKIP {test}: SCHED_FIFO refused here ({why}): needs CAP_SYS_NICE");
+        edgerec_testkit::skip::skip(format!(
+            "{test}: SCHED_FIFO refused here ({why}): needs CAP_SYS_NICE"
+        ));
         return;
     }
     // A priority no other test uses, so the thread found is this file's.

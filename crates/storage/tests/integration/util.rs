@@ -100,11 +100,15 @@ pub fn create_or_skip(path: &Path, opts: &WriterOptions, test: &str) -> Option<D
                 reason,
             } => {
                 let why = edgerec_testkit::io_uring_skip_reason(reason);
-                println!("SKIP {test} with {:?}: {why}", opts.backend);
+                edgerec_testkit::skip::Skip {
+                    why: format!("{test} with {:?}: {}", opts.backend, why.why),
+                    ..why
+                }
+                .report();
                 None
             }
             ErrorKind::Unavailable { .. } => {
-                println!("SKIP {test} with {:?}: {e}", opts.backend);
+                edgerec_testkit::skip::skip(format!("{test} with {:?}: {e}", opts.backend));
                 None
             }
             _ => panic!("create {}: {e}", path.display()),

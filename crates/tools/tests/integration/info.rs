@@ -27,7 +27,9 @@ fn field<'a>(yaml: &'a str, key: &str) -> &'a str {
 fn info_agrees_with_rosbag_info() {
     let Some(dir) = generated() else { return };
     if !std::path::Path::new(ROSBAG).exists() {
-        println!("SKIP: {ROSBAG} is missing (apt-get install python3-rosbag)");
+        edgerec_testkit::skip::skip(format!(
+            "{ROSBAG} is missing (apt-get install python3-rosbag)"
+        ));
         return;
     }
     for c in COMPRESSIONS {

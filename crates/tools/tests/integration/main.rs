@@ -5,7 +5,8 @@
 //! Foxglove's `mcap` with `mcap-ros1-support` and `mcap-ros2-support` and
 //! by `rosbags` (tests/py/read_converted.py); MCAP files from the
 //! reference writers (tests/py/write_reference_mcaps.py). Without Debian's
-//! rosbag or the venv each test prints SKIP and why.
+//! rosbag or the venv each test skips, saying why (a failure under
+//! scripts/test).
 
 mod support;
 

@@ -35,7 +35,7 @@ pub fn stderr(o: &Output) -> String {
 }
 
 /// The directory of generated bags, made once per test process; `None`
-/// (after printing SKIP and why) where Debian's rosbag is missing.
+/// (after a skip saying why) where Debian's rosbag is missing.
 pub fn generated() -> Option<&'static Path> {
     static DIR: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     let dir = DIR.get_or_init(|| {
@@ -46,7 +46,7 @@ pub fn generated() -> Option<&'static Path> {
     match dir {
         Ok(d) => Some(d),
         Err(why) => {
-            println!("SKIP: {why}");
+            edgerec_testkit::skip::skip(why);
             None
         }
     }
@@ -66,12 +66,14 @@ pub fn chunk_positions(dir: &Path, compression: &str) -> Vec<u64> {
         .collect()
 }
 
-/// The venv with Foxglove's and rosbags' readers; `None` (after SKIP) when
+/// The venv with Foxglove's and rosbags' readers; `None` (after a skip) when
 /// it is missing.
 pub fn venv() -> Option<PathBuf> {
     let py = edgerec_testkit::python();
     if py.is_none() {
-        println!("SKIP: the Python readers' venv is missing (scripts/test installs it)");
+        edgerec_testkit::skip::skip(
+            "the Python readers' venv is missing (scripts/test installs it)",
+        );
     }
     py
 }
