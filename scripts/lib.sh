@@ -44,6 +44,16 @@ ensure_rust() {
     ensure_gstreamer
 }
 
+# The host's release binaries, built once for the demo, the benchmarks,
+# the bag tools benchmark and the QEMU board's host side: one cargo
+# invocation with one package set, so every later call finds them fresh
+# (a different -p set can unify features differently and rebuild).
+RELEASE_PACKAGES=(-p edgerec -p edgerec-bench -p edgerec-tools)
+build_release() {
+    log "cargo build --release ${RELEASE_PACKAGES[*]}"
+    cargo build --release --locked "${RELEASE_PACKAGES[@]}" >&2
+}
+
 # GStreamer for edgerec-camera: the development files gstreamer-rs links
 # against, and the plugins the cameras run on here (videotestsrc,
 # videoconvert, appsrc/appsink: base; v4l2src, mp4mux: good; x265enc,
