@@ -757,9 +757,19 @@ def cmd_publish(args: argparse.Namespace) -> int:
             raise PeerError("--rgb8 is for sensor_msgs/msg/Image")
         import pictures  # tests/py/pictures.py, beside this file
         w, h = args.rgb8
-        kind = dataclasses.replace(kind, make=lambda s, ns, p: ImageBytes_(
-            header_of(s, ns), height=h, width=w, encoding="rgb8", is_bigendian=0,
-            step=3 * w, data=pictures.rgb8(s, w, h)))
+        hostile = set(args.hostile)
+
+        def make_image(s: int, ns: int, p: Optional[Payload]) -> ImageBytes_:
+            if s in hostile:
+                # What an attacker sends: sizes for 120 GB, 16 bytes of data.
+                return ImageBytes_(header_of(s, ns), height=200000, width=200000,
+                                   encoding="rgb8", is_bigendian=0, step=600000,
+                                   data=bytes(16))
+            return ImageBytes_(header_of(s, ns), height=h, width=w, encoding="rgb8",
+                               is_bigendian=0, step=3 * w, data=pictures.rgb8(s, w, h))
+        kind = dataclasses.replace(kind, make=make_image)
+    elif args.hostile:
+        raise PeerError("--hostile is for --rgb8 images")
     if args.voltage:
         if args.type != "sensor_msgs/msg/BatteryState":
             raise PeerError("--voltage is for sensor_msgs/msg/BatteryState")
@@ -1134,6 +1144,10 @@ def parser() -> argparse.ArgumentParser:
                    help="size of the byte array of Image/CompressedImage "
                         f"(default {DEFAULT_PAYLOAD_BYTES}); 1048576 with --rate 100 is the "
                         "1 MiB x 100 Hz benchmark load")
+    p.add_argument("--hostile", type=lambda t: [int(x) for x in t.split(",") if x],
+                   default=[], metavar="SEQ,SEQ",
+                   help="with --rgb8: these samples are a hostile image instead (200000x200000 "
+                        "rgb8 with 16 bytes of data)")
     p.add_argument("--rgb8", type=image_size, metavar="WxH",
                    help="sensor_msgs/msg/Image only: rgb8 pictures of WxH, frame n being "
                         "tests/py/pictures.py rgb8(n) (the reference verify_video.py renders)")

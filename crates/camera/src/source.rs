@@ -399,8 +399,7 @@ impl Source for CameraSource {
             if let Some(feed) = &self.feed {
                 sink.set_upstream_lost(
                     channel,
-                    feed.stats.dropped.load(Ordering::Relaxed)
-                        + self.stats.lost.load(Ordering::Relaxed),
+                    feed.stats.lost() + self.stats.lost.load(Ordering::Relaxed),
                 );
             }
         }
@@ -412,8 +411,7 @@ impl Source for CameraSource {
             self.stats.lost.fetch_add(left, Ordering::Relaxed);
             sink.set_upstream_lost(
                 channel,
-                feed.stats.dropped.load(Ordering::Relaxed)
-                    + self.stats.lost.load(Ordering::Relaxed),
+                feed.stats.lost() + self.stats.lost.load(Ordering::Relaxed),
             );
         }
         Ok(())
@@ -436,7 +434,7 @@ impl CameraSource {
     ) -> Result<(), SourceError> {
         sink.set_upstream_lost(
             channel,
-            feed.stats.dropped.load(Ordering::Relaxed) + self.stats.lost.load(Ordering::Relaxed),
+            feed.stats.lost() + self.stats.lost.load(Ordering::Relaxed),
         );
         while let Ok(img) = feed.rx.try_recv() {
             self.push_image(img, src, pipeline, pending, caps_set)?;

@@ -21,9 +21,10 @@ mod with_camera {
     /// images go).
     pub type TopicInput = (String, bool, ImageTap);
 
-    /// Offers one received image message to a topic camera.
-    pub fn offer(tap: &ImageTap, bytes: &[u8], at: u64) {
-        tap.offer(bytes, at);
+    /// Offers one received image message from `publisher` to a topic
+    /// camera.
+    pub fn offer(tap: &ImageTap, bytes: &[u8], at: u64, publisher: u64) {
+        tap.offer(bytes, at, publisher);
     }
 
     /// The cameras, each checked (GStreamer, encoder, elements, pipeline),
@@ -73,7 +74,7 @@ mod without_camera {
     pub type TopicInput = (String, bool, Tap);
 
     /// Never called: there is no tap.
-    pub fn offer(tap: &Tap, _: &[u8], _: u64) {
+    pub fn offer(tap: &Tap, _: &[u8], _: u64, _: u64) {
         match *tap {}
     }
 

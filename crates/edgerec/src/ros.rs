@@ -92,7 +92,9 @@ pub fn source(
             topic,
             type_name: "sensor_msgs/msg/Image".to_owned(),
             record,
-            f: Arc::new(move |bytes: &[u8], at: u64| crate::cameras::offer(&tap, bytes, at)),
+            f: Arc::new(move |bytes: &[u8], at: u64, publisher: u64| {
+                crate::cameras::offer(&tap, bytes, at, publisher)
+            }),
         })
         .collect();
     let source = DdsSource::new(opts, Arc::new(defs))?.with_taps(taps)?;

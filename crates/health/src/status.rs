@@ -358,7 +358,18 @@ impl StatusSnapshot {
                     level::OK
                 },
                 name: format!("edgerec: topic {}", s.topic),
-                message: format!("{:.1} Hz, {} dropped", s.rate_hz, s.dropped + s.lost),
+                message: if s.upstream_lost > 0 {
+                    // Lost before edgerec: the transport's losses, or input
+                    // a source refused (a malformed image).
+                    format!(
+                        "{:.1} Hz, {} dropped, {} lost upstream",
+                        s.rate_hz,
+                        s.dropped + s.lost,
+                        s.upstream_lost
+                    )
+                } else {
+                    format!("{:.1} Hz, {} dropped", s.rate_hz, s.dropped + s.lost)
+                },
                 hardware_id: s.type_name.clone(),
                 values: flatten(&serde_json::to_value(s).unwrap_or(Value::Null)),
             });
@@ -466,6 +477,11 @@ impl StatusSnapshot {
             "edgerec_topic_dropped",
             "messages dropped or lost",
             &per_topic(|s| (s.dropped + s.lost) as f64),
+        );
+        gauge(
+            "edgerec_topic_upstream_lost",
+            "messages lost before edgerec (the transport's losses, input a source refused)",
+            &per_topic(|s| s.upstream_lost as f64),
         );
         if let Some(c) = &self.clock {
             if let Some(offset) = c.last_offset_ns {
@@ -1130,6 +1146,7 @@ mod tests {
                 type_name: "sensor_msgs/msg/Image".into(),
                 rate_hz: 30.0,
                 dropped: 2,
+                upstream_lost: 3,
                 ..ChannelStatus::default()
             }],
             unknown_channel_pushes: 0,
@@ -1193,6 +1210,10 @@ mod tests {
         assert!(p.contains("edgerec_state{state=\"recording\"} 0\n"));
         assert!(
             p.contains("edgerec_topic_dropped{topic=\"/cam \\\"front\\\"\"} 2\n"),
+            "{p}"
+        );
+        assert!(
+            p.contains("edgerec_topic_upstream_lost{topic=\"/cam \\\"front\\\"\"} 3\n"),
             "{p}"
         );
         assert!(p.contains("edgerec_clock_offset_ns 5000\n"));

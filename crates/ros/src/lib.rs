@@ -22,6 +22,7 @@ pub mod diagnostics;
 pub mod discovery_info;
 pub mod graph;
 pub mod health;
+pub mod image;
 pub mod names;
 pub mod options;
 pub mod overlap;

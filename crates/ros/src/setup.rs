@@ -31,9 +31,11 @@ pub struct RosSetup {
 }
 
 /// Receives each message of a topic as it arrives: the serialized bytes
-/// (with their encapsulation header) and the receive time on the recording
-/// clock. Called on a DDS listener thread: it must not block.
-pub type TapFn = Arc<dyn Fn(&[u8], u64) + Send + Sync>;
+/// (with their encapsulation header), the receive time on the recording
+/// clock and the publisher (its DDS publication handle, for the tap to
+/// tell peers apart in what it logs). Called on a DDS listener thread: it
+/// must not block.
+pub type TapFn = Arc<dyn Fn(&[u8], u64, u64) + Send + Sync>;
 
 /// A topic another source takes its input from.
 #[derive(Clone)]

@@ -67,7 +67,7 @@ fn take_all(reader: dds_entity_t, ctx: &ListenerCtx) {
         ctx.counters.received.fetch_add(1, Ordering::Relaxed);
         let log_time = ctx.sink.now_ns();
         if let Some(tap) = &ctx.tap {
-            tap(bytes, log_time);
+            tap(bytes, log_time, s.publication_handle);
         }
         let Some(channel) = ctx.channel else {
             ctx.sink.alive();
