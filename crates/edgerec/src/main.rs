@@ -55,6 +55,9 @@ struct Cli {
 #[derive(Subcommand, Debug)]
 enum Cmd {
     /// Record until SIGINT/SIGTERM (or --duration).
+    #[command(
+        after_help = "Example:\n  edgerec run --config /data/edgerec/edgerec.toml --duration 10m"
+    )]
     Run {
         /// The configuration file.
         #[arg(long, short, default_value = "/data/edgerec/edgerec.toml")]
@@ -71,33 +74,48 @@ enum Cmd {
     },
     /// Record ROS 2 topics into a bag directory until SIGINT, with `ros2
     /// bag record`'s flags and the same pipeline as `run`.
+    #[command(
+        after_help = "Example:\n  edgerec record /imu /camera/image_raw -o drive_01 --compression-format zstd"
+    )]
     Record(record_cmd::RecordArgs),
     /// Describe a bag: a rosbag2 directory or an MCAP file (like `ros2
     /// bag info`), or a ROS 1 .bag (like `rosbag info`). Exit 1 when a
     /// file cannot be read.
+    #[command(
+        after_help = "Example:\n  edgerec info /data/edgerec/recordings/edgerec_20261206T141701Z"
+    )]
     Info {
         /// A bag directory, an .mcap file or a ROS 1 .bag.
         path: PathBuf,
     },
     /// Print decoded messages of any bag, one a line (`--json`: one JSON
     /// object a line), like `rostopic echo -b` / `ros2 bag` without ROS.
+    #[command(after_help = "Example:\n  edgerec cat drive_01.bag --topic /imu --json --limit 5")]
     Cat(edgerec_tools::cli::CatArgs),
     /// Convert a ROS 1 bag to MCAP (`ros1` profile, as `mcap convert`) or,
     /// with `--to ros2`, to a rosbag2 bag directory in CDR (as
     /// rosbags-convert).
+    #[command(after_help = "Example:\n  edgerec convert drive_01.bag drive_01_ros2 --to ros2")]
     Convert(edgerec_tools::cli::ConvertArgs),
     /// Write an indexed copy of an unindexed ROS 1 bag (a `.bag.active`
     /// left by a power cut), keeping every whole message, those of a cut
     /// last chunk included; the original is not touched.
+    #[command(after_help = "Example:\n  edgerec reindex drive_01.bag.active")]
     Reindex(edgerec_tools::cli::ReindexArgs),
     /// Export from a bag: `export csv BAG --topic T -o F.csv`, `export
     /// candump BAG -o F.log`, `export pcap BAG -o F.pcap`, `export video
     /// BAG --topic T -o OUT.mp4`.
+    #[command(
+        after_help = "Example:\n  edgerec export video ./data/demo_20261206T141701Z --topic /camera/front/h265 -o front.mp4"
+    )]
     Export(export_cmd::ExportArgs),
     /// Import into a bag: `import candump F.log -o BAG`.
+    #[command(after_help = "Example:\n  edgerec import candump can0.log -o can0_bag")]
     Import(export_cmd::ImportArgs),
     /// Verify a bag (structure, index and every CRC the format has) or a
-    /// configuration file; exit 0 when valid, 1 when not.
+    /// configuration file; exit 0 when valid, 1 for a bag that is not, 78
+    /// (as `run`) for a configuration that is not.
+    #[command(after_help = "Example:\n  edgerec check /data/edgerec/edgerec.toml")]
     Check {
         /// A bag directory, an .mcap file, a ROS 1 .bag, or an edgerec
         /// .toml file.
@@ -108,12 +126,16 @@ enum Cmd {
     /// a ROS 1 `.bag.active` is reindexed beside itself (as `reindex`).
     /// Exit 0 when nothing was lost beyond the unsynced tail, 3 when a
     /// corrupt record was skipped, 1 when nothing was recoverable.
+    #[command(
+        after_help = "Example:\n  edgerec recover /data/edgerec/recordings/edgerec_20261206T141701Z"
+    )]
     Recover {
         /// A bag directory (every .active segment in it) or one file.
         path: PathBuf,
     },
     /// Show a running recorder's status: health and why, clock, storage,
     /// sources, metrics with their origins, stages and the watchdog.
+    #[command(after_help = "Example:\n  edgerec status --config config/demo.toml --json")]
     Status {
         /// The configuration file, for `health.status_socket`.
         #[arg(long, short, default_value = "/data/edgerec/edgerec.toml")]
@@ -130,6 +152,9 @@ enum Cmd {
     /// `edgerec leds fault` when edgerec.service has failed for good (a
     /// configuration error, or a crash loop); by hand it checks the LED
     /// names on a new carrier.
+    #[command(
+        after_help = "Example:\n  edgerec leds recording --config /data/edgerec/edgerec.toml"
+    )]
     Leds {
         /// booting, idle, recording, degraded, fault or disk-full.
         state: String,
@@ -145,6 +170,9 @@ enum Cmd {
     /// (`health.control_socket`): pause, resume, split, is-paused, or
     /// trigger [--name NAME] [--reason TEXT] (an event clip, in
     /// `triggered` and `mixed` mode). Exit 0 when it was carried out.
+    #[command(
+        after_help = "Example:\n  edgerec ctl trigger --reason \"hard brake at the depot gate\""
+    )]
     Ctl {
         /// The configuration file, for `health.control_socket`.
         #[arg(long, short, default_value = "/data/edgerec/edgerec.toml")]
@@ -157,6 +185,7 @@ enum Cmd {
         command: Vec<String>,
     },
     /// Print the version.
+    #[command(after_help = "Example:\n  edgerec version")]
     Version,
 }
 

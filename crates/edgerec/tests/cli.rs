@@ -309,6 +309,31 @@ fn check_and_run_of_the_toml_edit_span_panic_exit_78_naming_the_file() {
     );
 }
 
+/// Every subcommand's `--help` ends with an example to copy.
+#[test]
+fn every_subcommand_help_shows_an_example() {
+    if edgerec_testkit::skip_if_cannot_exec(BIN) {
+        return;
+    }
+    for sub in [
+        "run", "record", "info", "cat", "convert", "reindex", "export", "import", "check",
+        "recover", "status", "leds", "ctl", "version",
+    ] {
+        let o = edgerec(&[sub, "--help"]);
+        assert!(o.status.success(), "{sub}: {}", text(&o));
+        let out = String::from_utf8_lossy(&o.stdout);
+        let example = out
+            .lines()
+            .skip_while(|l| *l != "Example:")
+            .nth(1)
+            .unwrap_or_else(|| panic!("{sub} --help has no example:\n{out}"));
+        assert!(
+            example.trim_start().starts_with(&format!("edgerec {sub}")),
+            "{sub}: {example}"
+        );
+    }
+}
+
 #[test]
 fn sigterm_and_sigint_finish_every_file_cleanly() {
     if edgerec_testkit::skip_if_cannot_exec(BIN) {
