@@ -475,11 +475,7 @@ fn a_battery_dip_makes_one_clip_from_pre_before_to_post_after() {
     let _one = serial();
     let camera = match camera_skip_reason() {
         Some(why) => {
-            Skip {
-                why: format!("the camera part: {}", why.why),
-                ..why
-            }
-            .report();
+            why.context("the camera part").report();
             false
         }
         None => true,

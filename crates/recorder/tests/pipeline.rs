@@ -738,11 +738,7 @@ fn record_with_backend(
                     edgerec_testkit::skip::Skip::missing(format!("this host refuses it: {source}"))
                 }
             };
-            edgerec_testkit::skip::Skip {
-                why: format!("{choice:?}: {}", why.why),
-                ..why
-            }
-            .report();
+            why.context(format!("{choice:?}")).report();
             return None;
         }
         Err(e) => panic!("start with {choice:?}: {e}"),

@@ -116,6 +116,15 @@ impl Skip {
         }
     }
 
+    /// The same reason, its text prefixed with `context` (`"{context}:
+    /// {why}"`), for a test that skips one part of several.
+    pub fn context(self, context: impl Display) -> Skip {
+        Skip {
+            why: format!("{context}: {}", self.why),
+            ..self
+        }
+    }
+
     /// [`skip`] or [`skip_allowed`], as the reason is; the caller returns
     /// (or leaves out the part it skips).
     #[track_caller]

@@ -99,12 +99,9 @@ pub fn create_or_skip(path: &Path, opts: &WriterOptions, test: &str) -> Option<D
                 backend: Backend::IoUringDirect,
                 reason,
             } => {
-                let why = edgerec_testkit::io_uring_skip_reason(reason);
-                edgerec_testkit::skip::Skip {
-                    why: format!("{test} with {:?}: {}", opts.backend, why.why),
-                    ..why
-                }
-                .report();
+                edgerec_testkit::io_uring_skip_reason(reason)
+                    .context(format!("{test} with {:?}", opts.backend))
+                    .report();
                 None
             }
             ErrorKind::Unavailable { .. } => {
