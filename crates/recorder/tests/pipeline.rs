@@ -1188,6 +1188,9 @@ fn in_one_source_a_flooding_channel_cannot_make_a_quiet_channel_drop() {
     o.chunk_size = MIB;
     o.compression = Compression::None;
     o.queue_capacity = 1024;
+    // One segment however fast the disk: the flood writes about 1 GB in
+    // the 2 s on a fast one, the default split size.
+    o.split.max_bytes = 64 << 30;
     let src = TwoChannels {
         flood: Arc::default(),
         quiet: Arc::default(),
