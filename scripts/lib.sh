@@ -54,6 +54,44 @@ build_release() {
     cargo build --release --locked "${RELEASE_PACKAGES[@]}" >&2
 }
 
+# sccache as cargo's RUSTC_WRAPPER, for scripts/test: each crate built
+# once is kept in sccache's cache outside the clone (~/.cache/sccache, or
+# SCCACHE_DIR), so a fresh clone rebuilds only what changed. Registry
+# crates (the bulk of every build: seven builds a run, for clippy, the
+# tests, fuzzing, Windows, aarch64 and two release builds) hit across
+# clones; sccache keys on the compiler, its arguments, the sources and the
+# CARGO_* environment, and passes lints and warnings back as they were.
+# EDGEREC_SCCACHE=0 turns it off; a RUSTC_WRAPPER already set is kept.
+# The server is started here with its output to a log, not by the first
+# rustc (which would start it inside a stage's process group).
+sccache_on() { # sccache_on LOGFILE
+    [ "${EDGEREC_SCCACHE:-1}" != 0 ] || return 0
+    [ -z "${RUSTC_WRAPPER:-}" ] || return 0
+    command -v sccache >/dev/null 2>&1 || return 0
+    # Seven builds' worth of crates; sccache evicts the oldest past it.
+    export SCCACHE_CACHE_SIZE="${SCCACHE_CACHE_SIZE:-20G}"
+    # The server stays up between stages that build nothing for longer
+    # than its default 10 minutes (the QEMU board); sccache_off stops it.
+    export SCCACHE_IDLE_TIMEOUT="${SCCACHE_IDLE_TIMEOUT:-3600}"
+    if sccache --start-server </dev/null >"$1" 2>&1 || sccache --show-stats >/dev/null 2>&1; then
+        export RUSTC_WRAPPER=sccache
+        sccache --zero-stats >/dev/null 2>&1 || true
+    else
+        log "warning: sccache would not start (see $1): building without it"
+    fi
+}
+
+# One line of what sccache saved, then its server stopped (scripts/test's
+# end).
+sccache_off() {
+    [ "${RUSTC_WRAPPER:-}" = sccache ] || return 0
+    local hits misses
+    hits="$(sccache --show-stats 2>/dev/null | awk '/^Cache hits  /{print $3}')"
+    misses="$(sccache --show-stats 2>/dev/null | awk '/^Cache misses  /{print $3}')"
+    printf 'sccache: %s hits, %s misses (compiled)\n' "${hits:-?}" "${misses:-?}"
+    sccache --stop-server >/dev/null 2>&1 || true
+}
+
 # GStreamer for edgerec-camera: the development files gstreamer-rs links
 # against, and the plugins the cameras run on here (videotestsrc,
 # videoconvert, appsrc/appsink: base; v4l2src, mp4mux: good; x265enc,
