@@ -31,6 +31,7 @@ def copy_tree(dst):
         shutil.copy2(os.path.join(REPO, rel), os.path.join(dst, rel))
     shutil.copytree(os.path.join(REPO, "yocto"), os.path.join(dst, "yocto"),
                     ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(os.path.join(REPO, yocto_check.CLI_SHARE), os.path.join(dst, yocto_check.CLI_SHARE))
     cmdline = yocto_check.kernel_args(dst)[0].value
     for board, (_, active) in yocto_check.boards(dst).items():
         units = {u for us in yocto_check.systemd_units(dst, active).values() for u in us}
@@ -81,6 +82,24 @@ class YoctoCheckTest(unittest.TestCase):
         report = yocto_check.run(self.root, skip=("oelint",))
         self.assertEqual(report.problems, [])
         self.assertEqual(report.skips, [])
+
+    def test_completion_not_installed_is_caught(self):
+        edit(self.path(f"{yocto_check.RECIPE_DIR}/edgerec_0.1.0.bb"),
+             '    install -D -m 0644 "$share/completions/_edgerec" ${D}${datadir}/zsh/site-functions/_edgerec\n', "")
+        report = self.run_checks(["cli-share"])
+        self.assertFails(report, "edgerec_0.1.0.bb", r"does not install crates/edgerec/share/completions/_edgerec")
+
+    def test_completion_dir_not_packaged_is_caught(self):
+        edit(self.path(f"{yocto_check.RECIPE_DIR}/edgerec_0.1.0.bb"), "                ${datadir}/fish \\\n", "")
+        report = self.run_checks(["cli-share"])
+        self.assertFails(report, "edgerec_0.1.0.bb", r"FILES:\$\{PN\} does not hold \$\{datadir\}/fish")
+
+    def test_missing_generated_file_is_caught(self):
+        os.remove(self.path(f"{yocto_check.CLI_SHARE}/completions/edgerec.bash"))
+        os.remove(self.path(f"{yocto_check.CLI_SHARE}/man/edgerec.1"))
+        report = self.run_checks(["cli-share"])
+        self.assertFails(report, "completions/edgerec.bash", "missing")
+        self.assertFails(report, "man/edgerec.1", "missing")
 
     def crates_check(self):
         return subprocess.run([sys.executable, self.path("scripts/yocto-crates"), "--check"],

@@ -504,6 +504,61 @@ def check_recipe(root, report):
                     f'EDGEREC_GIT_URI ?= "git://{repo};protocol=https;branch=main"')
 
 
+CLI_SHARE = "crates/edgerec/share"
+# Each shell completion file of CLI_SHARE, where the image puts it (where
+# bash-completion, zsh and fish look) and the directory FILES:${PN} must
+# hold for it.
+COMPLETIONS = {
+    "completions/edgerec.bash": ("${datadir}/bash-completion/completions/edgerec", "${datadir}/bash-completion"),
+    "completions/_edgerec": ("${datadir}/zsh/site-functions/_edgerec", "${datadir}/zsh"),
+    "completions/edgerec.fish": ("${datadir}/fish/vendor_completions.d/edgerec.fish", "${datadir}/fish"),
+}
+REGENERATE = "EDGEREC_UPDATE_SHARE=1 cargo test -p edgerec --test cli_docs, and commit crates/edgerec/share"
+
+
+def do_install_lines(path):
+    """The lines of a recipe's do_install() body, with their numbers."""
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().split("\n")
+    out, inside = [], False
+    for n, line in enumerate(lines, 1):
+        if line.startswith("do_install()"):
+            inside = True
+        elif inside and line.startswith("}"):
+            break
+        elif inside:
+            out.append((n, line.strip()))
+    return out
+
+
+def check_cli_share(root, report):
+    """The shell completions and man pages generated from the binary's
+    command line (CLI_SHARE; crates/edgerec/tests/cli_docs.rs keeps them
+    equal to `edgerec completions` and `edgerec man --dir`) exist, and the
+    recipe installs and packages each."""
+    path = recipe_path(root)
+    if path is None:
+        return  # check_recipe names that
+    rel = os.path.relpath(path, root)
+    install = do_install_lines(path)
+    packaged = " ".join(a.value for a in read_assignments(path, root)
+                        if a.var == "FILES" and a.overrides == ("${PN}",))
+    for src, (dest, pkgdir) in COMPLETIONS.items():
+        if not os.path.isfile(os.path.join(root, CLI_SHARE, src)):
+            report.fail(f"{CLI_SHARE}/{src}", "missing (the image installs it)", REGENERATE)
+        if not any(f"/{src}" in line and "${D}" + dest in line for _, line in install):
+            report.fail(rel, f"do_install does not install {CLI_SHARE}/{src} to {dest}",
+                        f'install -D -m 0644 "$share/{src}" ${{D}}{dest}')
+        if pkgdir not in packaged.split():
+            report.fail(rel, f"FILES:${{PN}} does not hold {pkgdir} (bitbake stops: installed but "
+                        "not shipped)", f'FILES:${{PN}} += "{pkgdir}"')
+    if not os.path.isfile(os.path.join(root, CLI_SHARE, "man", "edgerec.1")):
+        report.fail(f"{CLI_SHARE}/man/edgerec.1", "missing (the image installs the man pages)", REGENERATE)
+    if not any("/man/*.1" in line and "${D}${mandir}/man1" in line for _, line in install):
+        report.fail(rel, f"do_install does not install {CLI_SHARE}/man/*.1 to ${{mandir}}/man1",
+                    'install -m 0644 "$share"/man/*.1 ${D}${mandir}/man1/')
+
+
 def check_license_files(root, rel, chksum, report):
     """Every LIC_FILES_CHKSUM entry naming a file of the source (S is this
     repository's checkout) exists and has the md5 given: bitbake's
@@ -783,6 +838,7 @@ CHECKS = [
     ("board", check_boards),
     ("features", check_features),
     ("version", check_recipe),
+    ("cli-share", check_cli_share),
     ("rust", check_rust),
     ("partitions", check_partitions),
     ("oelint", check_oelint),

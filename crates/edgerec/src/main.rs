@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::Context;
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use edgerec_config::Config;
 use edgerec_format::{info, recover};
 use edgerec_health::state::HealthState;
@@ -23,6 +23,7 @@ use edgerec_synthetic::SyntheticSource;
 
 mod bus;
 mod cameras;
+mod cli_docs;
 mod controls;
 mod daemon;
 mod export_cmd;
@@ -184,6 +185,25 @@ enum Cmd {
         #[arg(required = true, num_args = 1.., allow_hyphen_values = true)]
         command: Vec<String>,
     },
+    /// Print the shell completion script for bash, zsh, fish, elvish or
+    /// powershell (the image installs bash's, zsh's and fish's).
+    #[command(
+        after_help = "Example:\n  source <(edgerec completions bash)\n  edgerec completions zsh > ~/.zfunc/_edgerec"
+    )]
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the edgerec(1) man page (roff), or with `--dir` write it and
+    /// one page per subcommand (edgerec-run.1, edgerec-export-video.1, ...).
+    #[command(
+        after_help = "Example:\n  edgerec man | man -l -\n  edgerec man --dir /usr/share/man/man1"
+    )]
+    Man {
+        /// Write every page into this directory instead of printing one.
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
     /// Print the version.
     #[command(after_help = "Example:\n  edgerec version")]
     Version,
@@ -276,9 +296,35 @@ fn main() -> ExitCode {
             socket,
             command,
         } => ctl_cmd(&config, socket.as_deref(), &command),
+        Cmd::Completions { shell } => {
+            cli_docs::completions(Cli::command(), shell, &mut std::io::stdout().lock());
+            ExitCode::SUCCESS
+        }
+        Cmd::Man { dir } => man_cmd(dir.as_deref()),
         Cmd::Version => {
             println!("edgerec {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS
+        }
+    }
+}
+
+fn man_cmd(dir: Option<&Path>) -> ExitCode {
+    let done = match dir {
+        None => cli_docs::man_page(Cli::command(), &mut std::io::stdout().lock()),
+        Some(d) => cli_docs::man_pages(Cli::command(), d).map(|files| {
+            println!("wrote {} man pages into {}", files.len(), d.display());
+        }),
+    };
+    match done {
+        Ok(()) => ExitCode::SUCCESS,
+        // A closed pipe is the reader's choice (`| head`); SIGPIPE's default
+        // ends the process before this for stdout.
+        Err(e) => {
+            match dir {
+                Some(d) => eprintln!("edgerec man: cannot write into {}: {e}", d.display()),
+                None => eprintln!("edgerec man: {e}"),
+            }
+            ExitCode::from(1)
         }
     }
 }

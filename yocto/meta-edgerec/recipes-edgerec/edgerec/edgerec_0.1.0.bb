@@ -110,6 +110,17 @@ do_install() {
         install -m 0644 "$f" ${D}${sysconfdir}/sysctl.d/
     done
 
+    # Shell completions and man pages, generated from the binary's command
+    # line definition (crates/edgerec/share: edgerec completions SHELL and
+    # edgerec man --dir, kept equal by crates/edgerec/tests/cli_docs.rs).
+    # The man pages go to ${PN}-doc, as oe-core packages ${mandir}.
+    share="${S}/crates/edgerec/share"
+    install -D -m 0644 "$share/completions/edgerec.bash" ${D}${datadir}/bash-completion/completions/edgerec
+    install -D -m 0644 "$share/completions/_edgerec" ${D}${datadir}/zsh/site-functions/_edgerec
+    install -D -m 0644 "$share/completions/edgerec.fish" ${D}${datadir}/fish/vendor_completions.d/edgerec.fish
+    install -d ${D}${mandir}/man1
+    install -m 0644 "$share"/man/*.1 ${D}${mandir}/man1/
+
     # Mount point of the DATA partition (data.mount). The root file system
     # is read-only, so systemd could not create it at boot.
     install -d ${D}${EDGEREC_DATA_DIR}
@@ -125,6 +136,9 @@ FILES:${PN}-ptp += "${sysconfdir}/linuxptp/edgerec-ptp4l.conf \
 FILES:${PN}-jetson-clocks += "${systemd_system_unitdir}/jetson-clocks.service"
 # ${datadir}/edgerec is in FILES:${PN} by default (${datadir}/${BPN}).
 FILES:${PN} += "${nonarch_base_libdir}/udev/rules.d \
+                ${datadir}/bash-completion \
+                ${datadir}/zsh \
+                ${datadir}/fish \
                 ${sysconfdir}/sysctl.d \
                 ${systemd_unitdir}/network \
                 ${systemd_system_unitdir} \
