@@ -342,6 +342,10 @@ section! {
         /// How often the graph is looked at for new publishers
         /// (`-p/--polling-interval`); 10 ms to 60 s. Default 100 ms.
         discovery_interval: Duration = ms(100), duration(ms(10)..=secs(60));
+        /// The most topics recorded from the graph, 1 to 10000 (each is a
+        /// channel, a DDS reader and its queue); a publisher of another
+        /// topic past it is refused and counted. Default 1000.
+        max_topics: usize = 1000, int(1..=10_000);
         /// ROS domain; -1 = `ROS_DOMAIN_ID` from the environment, else 0
         /// (default); 0 to 232 otherwise.
         domain_id: i64 = -1, int(-1..=232);

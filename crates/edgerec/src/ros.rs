@@ -63,7 +63,25 @@ pub fn options(cfg: &Config) -> anyhow::Result<RosOptions> {
             edgerec_config::RosDistro::Humble => QosYamlStyle::Humble,
             edgerec_config::RosDistro::Jazzy => QosYamlStyle::Jazzy,
         },
+        max_topics: r.max_topics,
+        reserved_topics: other_sources_topics(cfg),
     })
+}
+
+/// The topics the recorder's other sources record (synthetic, cameras'
+/// video, CAN, UDP): a peer publishing on one of them is not recorded
+/// into that source's channel.
+fn other_sources_topics(cfg: &Config) -> Vec<String> {
+    let mut t: Vec<String> = cfg
+        .sources
+        .synthetic
+        .iter()
+        .map(|s| s.topic.clone())
+        .collect();
+    t.extend(cfg.camera.iter().map(|c| c.video_topic()));
+    t.extend(cfg.can.iter().flat_map(|c| c.topics()));
+    t.extend(cfg.udp.iter().map(|u| u.topic.clone()));
+    t
 }
 
 /// The ROS 2 source (DDS backend), or `None` when `[ros]` is off and no

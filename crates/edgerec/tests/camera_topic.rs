@@ -272,7 +272,10 @@ fn a_hostile_image_is_refused_counted_and_every_source_keeps_recording() {
     let lost = video["upstream_lost"].as_u64().unwrap();
     assert_eq!(frames + lost, 60, "a frame or counted lost: {video}");
     assert!(lost >= 3, "the three refused images are counted: {video}");
-    assert!(frames >= 40, "{frames} of 57 good images encoded: {video}");
+    // The camera keeps encoding after the attack. x265 on a loaded 2-core
+    // machine lets its leaky queue drop frames (counted in upstream_lost):
+    // 29 of 57 with two builds beside the test, 50+ on a quiet machine.
+    assert!(frames >= 20, "{frames} of 57 good images encoded: {video}");
     for c in [&raw, &video, &imu] {
         assert_eq!(c["dropped"], 0, "{c}");
         assert_eq!(c["lost"], 0, "{c}");

@@ -12,11 +12,13 @@
 //! [`publish`] is the one way a finished segment (closed by the recorder or
 //! rebuilt by [`crate::recover`]) gets its final name.
 
-use std::fmt::Write as _;
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 
+use serde_norway::Value;
+
 use crate::reader::read_summary;
+use crate::yaml::{self, Yaml};
 use crate::FormatError;
 
 /// Which rosbag2 metadata version to write.
@@ -66,26 +68,6 @@ pub struct BagMetadata {
     pub topics: Vec<TopicInfo>,
     /// Closed files, in order.
     pub files: Vec<FileInfo>,
-}
-
-fn yaml_str(s: &str) -> String {
-    // Single-quoted YAML scalars only need '' for a quote; newlines would
-    // fold, so multi-line text uses a double-quoted scalar with escapes.
-    if s.contains('\n') || s.contains('\\') || s.contains('"') {
-        let mut o = String::from("\"");
-        for ch in s.chars() {
-            match ch {
-                '\n' => o.push_str("\\n"),
-                '\\' => o.push_str("\\\\"),
-                '"' => o.push_str("\\\""),
-                c => o.push(c),
-            }
-        }
-        o.push('"');
-        o
-    } else {
-        format!("'{}'", s.replace('\'', "''"))
-    }
 }
 
 impl BagMetadata {
@@ -160,87 +142,124 @@ impl BagMetadata {
         }
     }
 
-    /// The YAML text.
-    pub fn to_yaml(&self) -> String {
+    /// The YAML text, written by libyaml's emitter ([`crate::yaml`]): any
+    /// topic or type name (quotes, `: `, newlines, control characters, YAML
+    /// 1.1's `yes`/`on`, kilobytes of text) reads back as it was.
+    pub fn to_yaml(&self) -> Result<String, yaml::YamlError> {
         let v9 = self.version == MetadataVersion::Jazzy;
-        let mut y = String::with_capacity(1024);
-        let _ = writeln!(y, "rosbag2_bagfile_information:");
-        let _ = writeln!(y, "  version: {}", if v9 { 9 } else { 5 });
-        let _ = writeln!(y, "  storage_identifier: mcap");
-        let _ = writeln!(y, "  duration:\n    nanoseconds: {}", self.duration_ns());
-        let _ = writeln!(
-            y,
-            "  starting_time:\n    nanoseconds_since_epoch: {}",
-            self.starting_time_ns()
-        );
-        let _ = writeln!(y, "  message_count: {}", self.message_count());
-        if self.topics.is_empty() {
-            let _ = writeln!(y, "  topics_with_message_count: []");
-        } else {
-            let _ = writeln!(y, "  topics_with_message_count:");
-        }
-        for t in &self.topics {
-            let _ = writeln!(y, "    - topic_metadata:");
-            let _ = writeln!(y, "        name: {}", yaml_str(&t.name));
-            let _ = writeln!(y, "        type: {}", yaml_str(&t.type_name));
-            let _ = writeln!(
-                y,
-                "        serialization_format: {}",
-                yaml_str(&t.serialization_format)
-            );
-            if v9 {
-                let q = t.offered_qos_profiles.trim();
-                if q.is_empty() || q == "[]" {
-                    let _ = writeln!(y, "        offered_qos_profiles: []");
-                } else {
-                    let _ = writeln!(y, "        offered_qos_profiles:");
-                    for line in q.lines() {
-                        let _ = writeln!(y, "          {line}");
-                    }
+        // Version 9 holds the profiles as a sequence; text that is not one
+        // (a damaged file's channel) becomes none.
+        let parsed: Vec<Option<Value>> = self
+            .topics
+            .iter()
+            .map(|t| {
+                v9.then(|| serde_norway::from_str::<Value>(&t.offered_qos_profiles).ok())
+                    .flatten()
+                    .filter(Value::is_sequence)
+            })
+            .collect();
+        let topics: Vec<Yaml> = self
+            .topics
+            .iter()
+            .zip(&parsed)
+            .map(|(t, qos)| {
+                let qos = match (v9, qos) {
+                    (false, _) => Yaml::Str(&t.offered_qos_profiles),
+                    (true, Some(q)) => Yaml::from_value(q),
+                    (true, None) => Yaml::Seq(Vec::new()),
+                };
+                let mut meta = vec![
+                    ("name", Yaml::Str(&t.name)),
+                    ("type", Yaml::Str(&t.type_name)),
+                    ("serialization_format", Yaml::Str(&t.serialization_format)),
+                    ("offered_qos_profiles", qos),
+                ];
+                if v9 {
+                    meta.push(("type_description_hash", Yaml::Str("")));
                 }
-                let _ = writeln!(y, "        type_description_hash: ''");
-            } else {
-                let _ = writeln!(
-                    y,
-                    "        offered_qos_profiles: {}",
-                    yaml_str(&t.offered_qos_profiles)
-                );
-            }
-            let _ = writeln!(y, "      message_count: {}", t.message_count);
-        }
-        let _ = writeln!(y, "  compression_format: ''");
-        let _ = writeln!(y, "  compression_mode: ''");
-        if self.files.is_empty() {
-            let _ = writeln!(y, "  relative_file_paths: []");
-            let _ = writeln!(y, "  files: []");
-        } else {
-            let _ = writeln!(y, "  relative_file_paths:");
-            for f in &self.files {
-                let _ = writeln!(y, "    - {}", yaml_str(&f.path));
-            }
-            let _ = writeln!(y, "  files:");
-            for f in &self.files {
-                let _ = writeln!(y, "    - path: {}", yaml_str(&f.path));
-                let _ = writeln!(
-                    y,
-                    "      starting_time:\n        nanoseconds_since_epoch: {}",
-                    f.starting_time_ns
-                );
-                let _ = writeln!(y, "      duration:\n        nanoseconds: {}", f.duration_ns);
-                let _ = writeln!(y, "      message_count: {}", f.message_count);
-            }
-        }
+                Yaml::Map(vec![
+                    ("topic_metadata", Yaml::Map(meta)),
+                    ("message_count", Yaml::UInt(t.message_count)),
+                ])
+            })
+            .collect();
+        let files: Vec<Yaml> = self
+            .files
+            .iter()
+            .map(|f| {
+                Yaml::Map(vec![
+                    ("path", Yaml::Str(&f.path)),
+                    (
+                        "starting_time",
+                        Yaml::Map(vec![(
+                            "nanoseconds_since_epoch",
+                            Yaml::UInt(f.starting_time_ns),
+                        )]),
+                    ),
+                    (
+                        "duration",
+                        Yaml::Map(vec![("nanoseconds", Yaml::UInt(f.duration_ns))]),
+                    ),
+                    ("message_count", Yaml::UInt(f.message_count)),
+                ])
+            })
+            .collect();
+        let mut info = vec![
+            ("version", Yaml::UInt(if v9 { 9 } else { 5 })),
+            ("storage_identifier", Yaml::Str("mcap")),
+            (
+                "duration",
+                Yaml::Map(vec![("nanoseconds", Yaml::UInt(self.duration_ns()))]),
+            ),
+            (
+                "starting_time",
+                Yaml::Map(vec![(
+                    "nanoseconds_since_epoch",
+                    Yaml::UInt(self.starting_time_ns()),
+                )]),
+            ),
+            ("message_count", Yaml::UInt(self.message_count())),
+            ("topics_with_message_count", Yaml::Seq(topics)),
+            ("compression_format", Yaml::Str("")),
+            ("compression_mode", Yaml::Str("")),
+            (
+                "relative_file_paths",
+                Yaml::Seq(self.files.iter().map(|f| Yaml::Str(&f.path)).collect()),
+            ),
+            ("files", Yaml::Seq(files)),
+        ];
         if v9 {
-            let _ = writeln!(y, "  custom_data: ~");
-            let _ = writeln!(y, "  ros_distro: jazzy");
+            info.push(("custom_data", Yaml::Null));
+            info.push(("ros_distro", Yaml::Str("jazzy")));
         }
-        y
+        let doc = Yaml::Map(vec![("rosbag2_bagfile_information", Yaml::Map(info))]);
+        yaml::to_string(&doc)
+    }
+
+    /// The version a `metadata.yaml` text declares: Jazzy for 9, Humble
+    /// for anything else or a text that does not parse.
+    pub fn version_of(text: &str) -> MetadataVersion {
+        let v: Option<Value> = serde_norway::from_str(text).ok();
+        match v
+            .as_ref()
+            .and_then(|v| v.get("rosbag2_bagfile_information"))
+            .and_then(|i| i.get("version"))
+            .and_then(Value::as_u64)
+        {
+            Some(9) => MetadataVersion::Jazzy,
+            _ => MetadataVersion::Humble,
+        }
     }
 
     /// Writes `dir/metadata.yaml` atomically: temp file, fsync, rename,
     /// directory fsync.
     pub fn write_atomic(&self, dir: &Path) -> std::io::Result<()> {
-        write_file_atomic(dir, "metadata.yaml", self.to_yaml().as_bytes())
+        // Only a string over 2 GiB or libyaml out of memory fails: the old
+        // file stays then.
+        let text = self
+            .to_yaml()
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))?;
+        write_file_atomic(dir, "metadata.yaml", text.as_bytes())
     }
 }
 
@@ -323,8 +342,8 @@ pub fn segment_files(dir: &Path) -> Result<Vec<PathBuf>, FormatError> {
 /// whose summary does not read is left out.
 pub fn rewrite_metadata(dir: &Path) -> Result<BagMetadata, FormatError> {
     let version = match fs::read_to_string(dir.join("metadata.yaml")) {
-        Ok(text) if text.lines().any(|l| l.trim() == "version: 9") => MetadataVersion::Jazzy,
-        _ => MetadataVersion::Humble,
+        Ok(text) => BagMetadata::version_of(&text),
+        Err(_) => MetadataVersion::Humble,
     };
     let mut meta = BagMetadata {
         version,
@@ -519,22 +538,44 @@ mod tests {
         assert_eq!(m.starting_time_ns(), 1_000);
         assert_eq!(m.duration_ns(), 1_000);
         assert_eq!(m.message_count(), 30);
-        let y = m.to_yaml();
-        assert!(y.contains("  version: 5\n"));
-        assert!(y.contains("    nanoseconds: 1000\n"));
-        assert!(y.contains("offered_qos_profiles: \"- history: 1\\n"));
+        let y: Value = serde_norway::from_str(&m.to_yaml().unwrap()).unwrap();
+        let info = &y["rosbag2_bagfile_information"];
+        assert_eq!(info["version"], 5);
+        assert_eq!(info["duration"]["nanoseconds"], 1000);
+        assert_eq!(info["message_count"], 30);
+        let topic = &info["topics_with_message_count"][0];
+        assert_eq!(topic["message_count"], 30);
+        // Version 5: the profiles are one string of YAML.
+        assert_eq!(
+            topic["topic_metadata"]["offered_qos_profiles"],
+            qos_profile_yaml(true, false, 10).as_str()
+        );
+        assert_eq!(info["relative_file_paths"][1], "s_1.mcap");
+        assert_eq!(
+            info["files"][1]["starting_time"]["nanoseconds_since_epoch"],
+            1600
+        );
+        assert_eq!(
+            BagMetadata::version_of(&m.to_yaml().unwrap()),
+            MetadataVersion::Humble
+        );
     }
 
     #[test]
     fn jazzy_writes_version_9_with_qos_sequence() {
-        let y = sample(MetadataVersion::Jazzy).to_yaml();
-        assert!(y.contains("  version: 9\n"));
-        assert!(y.contains("        offered_qos_profiles:\n          - history: 1\n"));
-        assert!(y.contains("  ros_distro: jazzy\n"));
+        let text = sample(MetadataVersion::Jazzy).to_yaml().unwrap();
+        let y: Value = serde_norway::from_str(&text).unwrap();
+        let info = &y["rosbag2_bagfile_information"];
+        assert_eq!(info["version"], 9);
+        assert_eq!(info["ros_distro"], "jazzy");
+        assert!(info["custom_data"].is_null());
+        let qos = &info["topics_with_message_count"][0]["topic_metadata"]["offered_qos_profiles"];
+        assert_eq!(qos[0]["history"], 1);
+        assert_eq!(qos[0]["depth"], 10);
+        assert_eq!(qos[0]["deadline"]["sec"], 2147483647);
+        assert_eq!(BagMetadata::version_of(&text), MetadataVersion::Jazzy);
     }
 
-    /// A reload from disk may list a file before its closer adds it: the
-    /// second add must not count it twice (seen on the QEMU board).
     #[test]
     fn adding_a_listed_file_again_changes_nothing() {
         let mut m = sample(MetadataVersion::Humble);

@@ -49,6 +49,7 @@ pub mod ros1_decode;
 pub mod value;
 pub mod wire;
 pub mod writer;
+pub mod yaml;
 
 /// Errors of reading and writing MCAP files.
 #[derive(Debug, thiserror::Error)]

@@ -525,7 +525,7 @@ fn recover_dir_rewrites_metadata_yaml_and_info_says_recovered() {
         meta.contains(&format!("  message_count: {total}\n")),
         "{meta}"
     );
-    assert!(meta.contains("name: '/t1'"), "{meta}");
+    assert!(meta.contains("name: /t1\n"), "{meta}");
 
     let info = edgerec_format::info::inspect(&bag).unwrap();
     assert_eq!(info.messages, total);

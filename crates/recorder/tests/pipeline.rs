@@ -884,26 +884,27 @@ impl RecordingClock for FixedClock {
 /// `message_count` of each topic and each file in a metadata.yaml, as the
 /// recorder writes it (topics under `name:`, files under `path:`).
 fn yaml_counts(yaml: &str) -> (BTreeMap<String, u64>, BTreeMap<String, u64>) {
-    let (mut topics, mut files) = (BTreeMap::new(), BTreeMap::new());
-    let mut last: Option<(bool, String)> = None;
-    let unquote = |s: &str| s.trim().trim_matches('\'').to_string();
-    for line in yaml.lines() {
-        let t = line.trim_start();
-        if let Some(v) = t.strip_prefix("name: ") {
-            last = Some((true, unquote(v)));
-        } else if let Some(v) = t.strip_prefix("- path: ") {
-            last = Some((false, unquote(v)));
-        } else if let Some(v) = t.strip_prefix("message_count: ") {
-            // The bag's total is indented by two; per-item counts by six.
-            if line.starts_with("      ") {
-                if let Some((is_topic, key)) = last.take() {
-                    let n: u64 = v.trim().parse().unwrap();
-                    if is_topic { &mut topics } else { &mut files }.insert(key, n);
-                }
-            }
-        }
-    }
-    (topics, files)
+    let doc: serde_norway::Value = serde_norway::from_str(yaml).unwrap();
+    let info = &doc["rosbag2_bagfile_information"];
+    let entries = |list: &str, name: &dyn Fn(&serde_norway::Value) -> &serde_norway::Value| {
+        info[list]
+            .as_sequence()
+            .unwrap()
+            .iter()
+            .map(|e| {
+                (
+                    name(e).as_str().unwrap().to_string(),
+                    e["message_count"].as_u64().unwrap(),
+                )
+            })
+            .collect::<BTreeMap<String, u64>>()
+    };
+    (
+        entries("topics_with_message_count", &|e| {
+            &e["topic_metadata"]["name"]
+        }),
+        entries("files", &|e| &e["path"]),
+    )
 }
 
 #[test]
@@ -953,8 +954,10 @@ fn sessions_get_unique_names_and_closed_segments_are_complete() {
         let summary = read_summary(&seg).unwrap();
         let stats = summary.statistics.clone().expect("statistics");
         let yaml = std::fs::read_to_string(session.join("metadata.yaml")).unwrap();
-        assert!(
-            yaml.contains(&format!("relative_file_paths:\n    - '{seg_name}'")),
+        let doc: serde_norway::Value = serde_norway::from_str(&yaml).unwrap();
+        assert_eq!(
+            doc["rosbag2_bagfile_information"]["relative_file_paths"][0].as_str(),
+            Some(seg_name.as_str()),
             "{yaml}"
         );
         let (topics, files) = yaml_counts(&yaml);

@@ -134,9 +134,12 @@ fn closed_segment(dir: &Path, index: u32, payload: u64, mtime: SystemTime) -> (P
 
 fn names_in_metadata(dir: &Path) -> Vec<String> {
     let text = fs::read_to_string(dir.join("metadata.yaml")).unwrap();
-    text.lines()
-        .filter_map(|l| l.trim().strip_prefix("- path: "))
-        .map(|s| s.trim_matches('\'').to_string())
+    let doc: serde_norway::Value = serde_norway::from_str(&text).unwrap();
+    doc["rosbag2_bagfile_information"]["files"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap().to_string())
         .collect()
 }
 

@@ -94,7 +94,12 @@ pub fn type_hash_from_user_data(user_data: &[u8]) -> Option<String> {
     let text = std::str::from_utf8(user_data).ok()?;
     text.split(';').find_map(|kv| {
         let v = kv.trim().strip_prefix("typehash=")?;
-        (v.starts_with("RIHS") && v.len() <= 80).then(|| v.to_owned())
+        // RIHS01_ and 64 hex digits today; any later version keeps to
+        // letters, digits and '_'.
+        (v.starts_with("RIHS")
+            && v.len() <= 80
+            && v.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        .then(|| v.to_owned())
     })
 }
 

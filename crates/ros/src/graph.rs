@@ -11,9 +11,18 @@
 //! how a topic seen first with a weaker writer still gets a latched
 //! message. When one leaves nothing changes, since a stronger reader made
 //! now would receive the remaining writers' history a second time.
+//!
+//! What discovery brings is a peer's word: a publication is refused, and
+//! counted by reason ([`Refused`]), when its topic or type is not a valid
+//! ROS name (or is longer than DDS allows), when its topic is edgerec's
+//! own (`/edgerec/...`) or one another source records, when the recorded
+//! topics reached their cap, or when the publishers known reached theirs.
+//! Nothing is kept for a refused publication, so a flood of announcements
+//! costs a counter, not memory.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use crate::names;
 use crate::overrides::QosOverrides;
 use crate::qos::{adapt, QosProfile, RequestQos};
 use crate::selection::{Skip, TopicSelection};
@@ -72,6 +81,123 @@ pub enum Action {
     Warn(String),
 }
 
+/// The topics recorded from the graph unless configured otherwise
+/// (`ros.max_topics`).
+pub const DEFAULT_MAX_TOPICS: usize = 1000;
+/// Publishers known per recorded topic, on average, before new ones are
+/// refused.
+pub const PUBLISHERS_PER_TOPIC: usize = 16;
+/// Topics seen and not recorded that are remembered (for the status).
+pub const MAX_SKIPPED: usize = 1024;
+/// edgerec's own topics: never recorded from the graph.
+pub const OWN_NAMESPACE: &str = "/edgerec";
+
+/// What the graph keeps at most.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GraphLimits {
+    /// Topics recorded.
+    pub max_topics: usize,
+    /// Publishers known.
+    pub max_publishers: usize,
+}
+
+impl GraphLimits {
+    /// `max_topics` topics and [`PUBLISHERS_PER_TOPIC`] publishers each.
+    pub fn topics(max_topics: usize) -> Self {
+        GraphLimits {
+            max_topics,
+            max_publishers: max_topics.saturating_mul(PUBLISHERS_PER_TOPIC).max(64),
+        }
+    }
+}
+
+impl Default for GraphLimits {
+    fn default() -> Self {
+        GraphLimits::topics(DEFAULT_MAX_TOPICS)
+    }
+}
+
+/// Why a discovered publication was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// Its topic or type is not a valid ROS name.
+    BadName,
+    /// It publishes on one of edgerec's own topics.
+    Own,
+    /// Its topic is recorded by another source.
+    OtherSource,
+    /// The recorded topics reached their cap.
+    TopicCap,
+    /// The publishers known reached their cap.
+    PublisherCap,
+}
+
+impl Refusal {
+    /// Why, in words.
+    pub fn what(self) -> &'static str {
+        match self {
+            Refusal::BadName => "not a valid ROS topic or type name",
+            Refusal::Own => {
+                "one of edgerec's own topics (/edgerec/...), never recorded from the graph"
+            }
+            Refusal::OtherSource => "recorded by another source of this recorder",
+            Refusal::TopicCap => "the recorded topics reached their cap (ros.max_topics)",
+            Refusal::PublisherCap => {
+                "the publishers known reached their cap (16 per ros.max_topics)"
+            }
+        }
+    }
+}
+
+/// Publications refused, by reason.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Refused {
+    /// [`Refusal::BadName`].
+    pub bad_name: u64,
+    /// [`Refusal::Own`].
+    pub own: u64,
+    /// [`Refusal::OtherSource`].
+    pub other_source: u64,
+    /// [`Refusal::TopicCap`].
+    pub topic_cap: u64,
+    /// [`Refusal::PublisherCap`].
+    pub publisher_cap: u64,
+}
+
+impl Refused {
+    fn count(&mut self, r: Refusal) -> u64 {
+        let c = match r {
+            Refusal::BadName => &mut self.bad_name,
+            Refusal::Own => &mut self.own,
+            Refusal::OtherSource => &mut self.other_source,
+            Refusal::TopicCap => &mut self.topic_cap,
+            Refusal::PublisherCap => &mut self.publisher_cap,
+        };
+        *c = c.saturating_add(1);
+        *c
+    }
+
+    /// Every refusal.
+    pub fn total(&self) -> u64 {
+        self.bad_name
+            .saturating_add(self.own)
+            .saturating_add(self.other_source)
+            .saturating_add(self.topic_cap)
+            .saturating_add(self.publisher_cap)
+    }
+}
+
+/// A name from a peer as a log shows it: quoted and escaped, cut at 80
+/// characters.
+fn shown(name: &str) -> String {
+    let cut: String = name.chars().take(80).collect();
+    if cut.len() < name.len() {
+        format!("{cut:?} ({} bytes)", name.len())
+    } else {
+        format!("{cut:?}")
+    }
+}
+
 #[derive(Debug)]
 struct TopicState {
     request: RequestQos,
@@ -86,6 +212,9 @@ pub struct Graph {
     writers: HashMap<Gid, Publication>,
     topics: BTreeMap<TopicKey, TopicState>,
     skipped: BTreeMap<TopicKey, Skip>,
+    limits: GraphLimits,
+    reserved: BTreeSet<String>,
+    refused: Refused,
 }
 
 impl Graph {
@@ -97,24 +226,99 @@ impl Graph {
             writers: HashMap::new(),
             topics: BTreeMap::new(),
             skipped: BTreeMap::new(),
+            limits: GraphLimits::default(),
+            reserved: BTreeSet::new(),
+            refused: Refused::default(),
         }
+    }
+
+    /// The same graph with these limits, and `reserved` topics (those other
+    /// sources record) never taken from discovery.
+    pub fn with_limits(
+        mut self,
+        limits: GraphLimits,
+        reserved: impl IntoIterator<Item = String>,
+    ) -> Self {
+        self.limits = limits;
+        self.reserved = reserved.into_iter().collect();
+        self
+    }
+
+    /// The publications refused so far.
+    pub fn refused(&self) -> Refused {
+        self.refused
+    }
+
+    /// Whether a publisher is known (it was announced and not refused).
+    pub fn knows(&self, gid: &Gid) -> bool {
+        self.writers.contains_key(gid)
+    }
+
+    /// Why `p` cannot be taken, if it cannot (the topic cap is checked
+    /// after the selection).
+    fn refusal(&self, p: &Publication) -> Option<Refusal> {
+        if names::validate_graph_topic(&p.topic).is_err()
+            || names::validate_type(&p.type_name).is_err()
+        {
+            return Some(Refusal::BadName);
+        }
+        if p.topic == OWN_NAMESPACE
+            || p.topic
+                .strip_prefix(OWN_NAMESPACE)
+                .is_some_and(|rest| rest.starts_with('/'))
+        {
+            return Some(Refusal::Own);
+        }
+        if self.reserved.contains(&p.topic) {
+            return Some(Refusal::OtherSource);
+        }
+        if !self.writers.contains_key(&p.gid) && self.writers.len() >= self.limits.max_publishers {
+            return Some(Refusal::PublisherCap);
+        }
+        None
+    }
+
+    /// Counts a refusal; warns at its 1st, 10th, 100th, ... time.
+    fn refuse(&mut self, r: Refusal, p: &Publication) -> Vec<Action> {
+        let n = self.refused.count(r);
+        let mut m = n;
+        while m % 10 == 0 {
+            m /= 10;
+        }
+        if m != 1 {
+            return Vec::new();
+        }
+        vec![Action::Warn(format!(
+            "a publisher of {} ({}) is not recorded: {} ({n} refused for this so far)",
+            shown(&p.topic),
+            shown(&p.type_name),
+            r.what()
+        ))]
     }
 
     /// A publisher appeared (or announced itself again).
     pub fn add(&mut self, p: Publication) -> Vec<Action> {
+        if self.writers.get(&p.gid) == Some(&p) {
+            return Vec::new();
+        }
+        if let Some(r) = self.refusal(&p) {
+            return self.refuse(r, &p);
+        }
         let key = TopicKey {
             topic: p.topic.clone(),
             type_name: p.type_name.clone(),
         };
-        let type_hash = p.type_hash.clone();
-        let known = self.writers.insert(p.gid, p.clone());
-        if known.as_ref() == Some(&p) {
-            return Vec::new();
-        }
         if let Err(why) = self.selection.decide(&key.topic, &key.type_name) {
-            self.skipped.insert(key, why);
+            if self.skipped.len() < MAX_SKIPPED || self.skipped.contains_key(&key) {
+                self.skipped.insert(key, why);
+            }
             return Vec::new();
         }
+        if !self.topics.contains_key(&key) && self.topics.len() >= self.limits.max_topics {
+            return self.refuse(Refusal::TopicCap, &p);
+        }
+        let type_hash = p.type_hash.clone();
+        self.writers.insert(p.gid, p);
         let offers = self.offers(&key);
         let mut actions = Vec::new();
         let (request, overridden) = match self.overrides.get(&key.topic) {
@@ -263,6 +467,134 @@ mod tests {
 
     use Durability::*;
     use Reliability::*;
+
+    fn warnings(a: &[Action]) -> Vec<&str> {
+        a.iter()
+            .filter_map(|a| match a {
+                Action::Warn(w) => Some(w.as_str()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn names_that_are_not_ros_names_are_refused_counted_and_not_kept() {
+        let mut g = graph(true, &[]);
+        let long = format!("/{}", "x".repeat(300));
+        let bad = [
+            ("/a b", "pkg/msg/T"),
+            ("/a\nb", "pkg/msg/T"),
+            ("/ok", "pkg/msg/T\"quote"),
+            ("/ok", "pkg/T"),
+            ("/ok", "1pkg/msg/T"),
+            (long.as_str(), "pkg/msg/T"),
+            ("/ok", "pkg/msg/T: x"),
+        ];
+        for (i, (topic, ty)) in bad.iter().enumerate() {
+            let a = g.add(publ(i as u8, topic, ty, Reliable, Volatile));
+            assert!(subscribes(&a).is_empty(), "{topic:?} {ty:?}");
+            assert!(!g.knows(&[i as u8; 16]));
+        }
+        assert_eq!(g.refused().bad_name, bad.len() as u64);
+        assert_eq!(g.subscribed().count(), 0);
+        // A good one still is recorded.
+        let a = g.add(publ(99, "/ok", "pkg/msg/T", Reliable, Volatile));
+        assert_eq!(subscribes(&a).len(), 1);
+    }
+
+    #[test]
+    fn edgerecs_own_topics_and_other_sources_topics_are_never_taken() {
+        let mut g = graph(true, &[]).with_limits(GraphLimits::default(), ["/imu".to_string()]);
+        for (n, t) in [
+            (1, "/edgerec"),
+            (2, "/edgerec/status"),
+            (3, "/edgerec/clock"),
+        ] {
+            assert!(
+                subscribes(&g.add(publ(n, t, "std_msgs/msg/String", Reliable, Volatile)))
+                    .is_empty()
+            );
+        }
+        let a = g.add(publ(4, "/imu", "sensor_msgs/msg/Imu", Reliable, Volatile));
+        assert!(subscribes(&a).is_empty());
+        assert!(
+            warnings(&a)[0].contains("recorded by another source"),
+            "{a:?}"
+        );
+        assert_eq!(g.refused().own, 3);
+        assert_eq!(g.refused().other_source, 1);
+        // Only the namespace itself: /edgerecx is anybody's.
+        let a = g.add(publ(
+            5,
+            "/edgerecx",
+            "std_msgs/msg/String",
+            Reliable,
+            Volatile,
+        ));
+        assert_eq!(subscribes(&a).len(), 1);
+    }
+
+    #[test]
+    fn the_topic_cap_refuses_new_topics_not_new_publishers_of_known_ones() {
+        let mut g = graph(true, &[]).with_limits(GraphLimits::topics(2), []);
+        g.add(publ(1, "/a", "p/msg/T", Reliable, Volatile));
+        g.add(publ(2, "/b", "p/msg/T", Reliable, Volatile));
+        let a = g.add(publ(3, "/c", "p/msg/T", Reliable, Volatile));
+        assert!(subscribes(&a).is_empty());
+        assert!(warnings(&a)[0].contains("ros.max_topics"), "{a:?}");
+        assert_eq!(g.refused().topic_cap, 1);
+        assert!(!g.knows(&[3; 16]));
+        // Another publisher of /a is taken.
+        g.add(publ(4, "/a", "p/msg/T", Reliable, Volatile));
+        assert!(g.knows(&[4; 16]));
+        assert_eq!(g.subscribed().count(), 2);
+    }
+
+    #[test]
+    fn the_publisher_cap_bounds_what_a_flood_of_announcements_keeps() {
+        let mut g = graph(true, &[]).with_limits(
+            GraphLimits {
+                max_topics: 10,
+                max_publishers: 3,
+            },
+            [],
+        );
+        let mut warned = 0;
+        for n in 0..200u8 {
+            let a = g.add(publ(n, "/a", "p/msg/T", Reliable, Volatile));
+            warned += warnings(&a)
+                .iter()
+                .filter(|w| w.contains("publishers known"))
+                .count();
+        }
+        assert_eq!(
+            g.publisher_count(&TopicKey {
+                topic: "/a".into(),
+                type_name: "p/msg/T".into()
+            }),
+            3
+        );
+        assert_eq!(g.refused().publisher_cap, 197);
+        // Warned at the 1st, 10th and 100th refusal only.
+        assert_eq!(warned, 3);
+        // A known publisher announcing itself again is still itself.
+        assert!(g
+            .add(publ(0, "/a", "p/msg/T", Reliable, Volatile))
+            .is_empty());
+        assert!(g.knows(&[0; 16]));
+    }
+
+    #[test]
+    fn topics_not_selected_are_remembered_up_to_a_bound() {
+        let mut g = graph(false, &["/wanted"]);
+        for n in 0..(MAX_SKIPPED + 500) {
+            let mut p = publ(0, &format!("/t{n}"), "p/msg/T", Reliable, Volatile);
+            p.gid[..8].copy_from_slice(&(n as u64).to_le_bytes());
+            g.add(p);
+        }
+        assert_eq!(g.skipped().len(), MAX_SKIPPED);
+        assert_eq!(g.refused().total(), 0);
+    }
 
     #[test]
     fn a_new_topic_is_subscribed_once_with_the_offered_qos() {

@@ -88,6 +88,47 @@ pub fn validate_topic(topic: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// The longest topic or type name taken from the graph: DDS topic names
+/// are at most 256 bytes with the `rt` prefix.
+pub const MAX_NAME_BYTES: usize = 255;
+
+/// Checks a type name from the graph: `pkg/kind/Type`, each token of
+/// `[A-Za-z0-9_]` starting with a letter, at most [`MAX_NAME_BYTES`].
+pub fn validate_type(type_name: &str) -> Result<(), String> {
+    if type_name.len() > MAX_NAME_BYTES {
+        return Err(format!(
+            "a type name of {} bytes (at most {MAX_NAME_BYTES})",
+            type_name.len()
+        ));
+    }
+    let parts: Vec<&str> = type_name.split('/').collect();
+    if parts.len() != 3 {
+        return Err(format!("{type_name:?} is not pkg/kind/Type"));
+    }
+    for token in parts {
+        if !token.starts_with(|c: char| c.is_ascii_alphabetic())
+            || !token.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        {
+            return Err(format!(
+                "{type_name:?}: token {token:?} is not a letter then letters, digits and '_'"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Checks a topic name from the graph: [`validate_topic`] and at most
+/// [`MAX_NAME_BYTES`].
+pub fn validate_graph_topic(topic: &str) -> Result<(), String> {
+    if topic.len() > MAX_NAME_BYTES {
+        return Err(format!(
+            "a topic name of {} bytes (at most {MAX_NAME_BYTES})",
+            topic.len()
+        ));
+    }
+    validate_topic(topic)
+}
+
 /// Expands a topic given on the command line or in the config the way
 /// `ros2 bag record` does for a node in `namespace`: `imu` -> `/ns/imu`,
 /// `/imu` stays, `~/x` -> `/ns/node/x`.

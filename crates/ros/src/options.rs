@@ -30,6 +30,11 @@ pub struct RosOptions {
     /// How offered QoS profiles are written (matches the bag's metadata
     /// version).
     pub qos_style: QosYamlStyle,
+    /// The most topics recorded from the graph (`ros.max_topics`).
+    pub max_topics: usize,
+    /// Topics other sources of the recorder record: never taken from the
+    /// graph.
+    pub reserved_topics: Vec<String>,
 }
 
 impl Default for RosOptions {
@@ -43,6 +48,8 @@ impl Default for RosOptions {
             qos_overrides: QosOverrides::new(),
             msg_paths: Vec::new(),
             qos_style: QosYamlStyle::Humble,
+            max_topics: crate::graph::DEFAULT_MAX_TOPICS,
+            reserved_topics: Vec::new(),
         }
     }
 }

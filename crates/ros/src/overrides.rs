@@ -16,7 +16,10 @@
 //! accepted and checked but do not change what a recorder receives.
 
 use std::collections::BTreeMap;
+use std::io::Read;
 use std::path::Path;
+
+use serde::Deserialize;
 
 use crate::qos::{Durability, Reliability, RequestQos, DEFAULT_DEPTH};
 use crate::RosError;
@@ -97,149 +100,271 @@ impl QosOverride {
 /// Overrides by topic.
 pub type QosOverrides = BTreeMap<String, QosOverride>;
 
-const DURATIONS: &[&str] = &["deadline", "lifespan", "liveliness_lease_duration"];
+/// The largest override file read: a line per policy of a few thousand
+/// topics. A bigger file is refused before it is read.
+pub const MAX_FILE_BYTES: u64 = 1 << 20;
 
 /// Reads a rosbag2 QoS override file. Errors name the file, the line and
 /// the fix.
 pub fn read_overrides_file(path: &Path) -> Result<QosOverrides, RosError> {
-    let text = std::fs::read_to_string(path).map_err(|e| RosError::Overrides {
-        path: path.display().to_string(),
-        line: 0,
-        reason: format!("cannot read it: {e}"),
-    })?;
-    parse_overrides(&text).map_err(|(line, reason)| RosError::Overrides {
+    let err = |line: usize, reason: String| RosError::Overrides {
         path: path.display().to_string(),
         line,
         reason,
-    })
+    };
+    let file = std::fs::File::open(path).map_err(|e| err(0, format!("cannot read it: {e}")))?;
+    let len = file
+        .metadata()
+        .map_err(|e| err(0, format!("cannot read it: {e}")))?
+        .len();
+    if len > MAX_FILE_BYTES {
+        return Err(err(
+            0,
+            format!(
+                "{len} bytes is more than an override file can be ({MAX_FILE_BYTES}); \
+                 list only the topics whose QoS must differ"
+            ),
+        ));
+    }
+    let mut text = String::new();
+    file.take(MAX_FILE_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| err(0, format!("cannot read it as UTF-8 text: {e}")))?;
+    parse_overrides(&text).map_err(|(line, reason)| err(line, reason))
 }
 
-/// Parses the override YAML (block mappings only, as rosbag2's files are
-/// written). Errors are `(line, reason)`.
-pub fn parse_overrides(text: &str) -> Result<QosOverrides, (usize, String)> {
-    let mut out = QosOverrides::new();
-    let mut topic: Option<(String, usize)> = None; // name, indent of its policies
-    let mut duration: Option<(String, usize)> = None; // policy, indent of sec/nsec
-    for (i, raw) in text.lines().enumerate() {
-        let n = i + 1;
-        let line = strip_comment(raw);
-        if line.trim().is_empty() || line.trim() == "---" {
-            continue;
+/// One topic's policies as rosbag2's override files spell them. The
+/// durations, `liveliness` and `avoid_ros_namespace_conventions` are
+/// checked but do not change what a recorder's reader asks for.
+#[derive(Debug, Default, Deserialize)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "the topic's policies (history, depth, reliability, durability, ...) on the lines below, indented"
+)]
+#[allow(dead_code)]
+struct PolicyFile {
+    #[serde(default, deserialize_with = "history")]
+    history: Option<String>,
+    #[serde(default, deserialize_with = "whole_u32")]
+    depth: Option<u32>,
+    #[serde(default, deserialize_with = "reliability")]
+    reliability: Option<String>,
+    #[serde(default, deserialize_with = "durability")]
+    durability: Option<String>,
+    deadline: Option<DurationFile>,
+    lifespan: Option<DurationFile>,
+    #[serde(default, deserialize_with = "liveliness")]
+    liveliness: Option<String>,
+    liveliness_lease_duration: Option<DurationFile>,
+    avoid_ros_namespace_conventions: Option<bool>,
+}
+
+/// A policy's value, one of `allowed` (the error, at the value's line,
+/// lists them).
+fn choice<'de, D: serde::Deserializer<'de>>(
+    d: D,
+    key: &str,
+    allowed: &[&str],
+) -> Result<Option<String>, D::Error> {
+    let v = String::deserialize(d)?;
+    if allowed.contains(&v.as_str()) {
+        return Ok(Some(v));
+    }
+    Err(serde::de::Error::custom(format!(
+        "{key} {v:?}: use {}",
+        allowed.join(", ")
+    )))
+}
+
+fn history<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    choice(d, "history", &["keep_last", "keep_all", "system_default"])
+}
+
+fn reliability<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    choice(
+        d,
+        "reliability",
+        &["reliable", "best_effort", "system_default"],
+    )
+}
+
+fn durability<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    choice(
+        d,
+        "durability",
+        &["volatile", "transient_local", "system_default"],
+    )
+}
+
+fn liveliness<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
+    choice(
+        d,
+        "liveliness",
+        &["automatic", "manual_by_topic", "system_default"],
+    )
+}
+
+/// `{sec, nsec}`.
+#[derive(Debug, Deserialize)]
+#[allow(dead_code)]
+#[serde(
+    deny_unknown_fields,
+    expecting = "a duration: `sec:` and `nsec:` on the lines below, indented"
+)]
+struct DurationFile {
+    #[serde(deserialize_with = "whole_u64")]
+    sec: u64,
+    #[serde(deserialize_with = "whole_u64")]
+    nsec: u64,
+}
+
+/// A topic name key: fully qualified.
+struct TopicKey(String);
+
+impl<'de> Deserialize<'de> for TopicKey {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        if !s.starts_with('/') {
+            return Err(serde::de::Error::custom(format!(
+                "topic {s:?}: topics are fully qualified (start with '/')"
+            )));
         }
-        if line.contains('\t') {
+        Ok(TopicKey(s))
+    }
+}
+
+/// The file's topics in order.
+struct Topics(Vec<(String, Option<PolicyFile>)>);
+
+impl<'de> Deserialize<'de> for Topics {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = Topics;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("topics, each with its policies on the lines below, indented")
+            }
+            fn visit_unit<E: serde::de::Error>(self) -> Result<Topics, E> {
+                Ok(Topics(Vec::new()))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut m: A) -> Result<Topics, A::Error> {
+                let mut out: Vec<(String, Option<PolicyFile>)> = Vec::new();
+                // Bounded by the file's size; duplicates are found after.
+                while let Some(TopicKey(topic)) = m.next_key()? {
+                    out.push((topic, m.next_value()?));
+                }
+                Ok(Topics(out))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+fn whole<'de, D: serde::Deserializer<'de>>(d: D, max: u64, what: &str) -> Result<u64, D::Error> {
+    struct V<'a>(u64, &'a str);
+    impl serde::de::Visitor<'_> for V<'_> {
+        type Value = u64;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            let what = if self.1.is_empty() {
+                String::new()
+            } else {
+                format!(" {}", self.1)
+            };
+            write!(f, "a whole number{what} (0 to {})", self.0)
+        }
+        fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<u64, E> {
+            if v > self.0 {
+                return Err(E::invalid_value(serde::de::Unexpected::Unsigned(v), &self));
+            }
+            Ok(v)
+        }
+        fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<u64, E> {
+            match u64::try_from(v) {
+                Ok(v) => self.visit_u64(v),
+                Err(_) => Err(E::invalid_value(serde::de::Unexpected::Signed(v), &self)),
+            }
+        }
+    }
+    d.deserialize_u64(V(max, what))
+}
+
+fn whole_u32<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
+    let v = whole(d, u64::from(u32::MAX), "of messages")?;
+    Ok(u32::try_from(v).ok())
+}
+
+fn whole_u64<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+    whole(d, u64::MAX, "")
+}
+
+/// Parses the override YAML with a YAML parser (serde_norway: libyaml's,
+/// translated to Rust; anchors, flow style and quoting as rosbag2's
+/// yaml-cpp reads them). Errors are `(line, reason)`, line 0 where the
+/// parser cannot say.
+pub fn parse_overrides(text: &str) -> Result<QosOverrides, (usize, String)> {
+    // libyaml's message for a tab in indentation does not say so.
+    for (i, line) in text.lines().enumerate() {
+        let indent: String = line.chars().take_while(|c| c.is_whitespace()).collect();
+        if indent.contains('\t') {
             return Err((
-                n,
+                i + 1,
                 "tabs are not allowed in YAML indentation; use spaces".into(),
             ));
         }
-        let indent = line.len() - line.trim_start().len();
-        let (key, value) = split_key(line.trim())
-            .ok_or((n, format!("expected `key: value`, found {:?}", line.trim())))?;
-        if indent == 0 {
-            duration = None;
-            if !value.is_empty() {
-                return Err((
-                    n,
-                    format!("topic {key:?} needs its policies on the lines below, indented"),
-                ));
-            }
-            if !key.starts_with('/') {
-                return Err((
-                    n,
-                    format!("topic {key:?}: topics are fully qualified (start with '/')"),
-                ));
-            }
-            out.entry(key.clone()).or_default();
-            topic = Some((key, 0));
-            continue;
-        }
-        let Some((name, policy_indent)) = topic.as_mut() else {
-            return Err((n, "a policy before any topic".into()));
-        };
-        if *policy_indent == 0 {
-            *policy_indent = indent;
-        }
-        if let Some((policy, sub)) = duration.as_ref() {
-            if indent > *policy_indent && (*sub == 0 || indent == *sub) {
-                if !matches!(key.as_str(), "sec" | "nsec") {
-                    return Err((n, format!("{policy}: expected sec and nsec, found {key:?}")));
-                }
-                value
-                    .parse::<u64>()
-                    .map_err(|_| (n, format!("{policy}.{key} {value:?}: a whole number")))?;
-                let sub_indent = indent;
-                duration = Some((policy.clone(), sub_indent));
-                continue;
-            }
-            duration = None;
-        }
-        if indent != *policy_indent {
+    }
+    let parsed: Option<Topics> = serde_norway::from_str(text).map_err(|e| {
+        let line = e.location().map_or(0, |l| l.line());
+        (line, without_location(&e.to_string()))
+    })?;
+    let mut out = QosOverrides::new();
+    for (topic, policies) in parsed.map(|t| t.0).unwrap_or_default() {
+        if out.contains_key(&topic) {
             return Err((
-                n,
-                format!(
-                    "indentation: policies of {name} start at column {}",
-                    *policy_indent + 1
-                ),
+                line_of(text, &topic, 2),
+                format!("topic {topic} is listed twice (a duplicate key); keep one entry"),
             ));
         }
-        if DURATIONS.contains(&key.as_str()) {
-            if !value.is_empty() {
-                return Err((
-                    n,
-                    format!(
-                        "{key}: a duration is written as `sec:` and `nsec:` on the lines below"
-                    ),
-                ));
+        let p = policies.unwrap_or_default();
+        let line = line_of(text, &topic, 1);
+        let mut o = QosOverride::default();
+        let words = [
+            ("history", &p.history),
+            ("reliability", &p.reliability),
+            ("durability", &p.durability),
+            ("liveliness", &p.liveliness),
+        ];
+        for (key, value) in words {
+            if let Some(v) = value {
+                o.set(key, v).map_err(|r| (line, format!("{topic}: {r}")))?;
             }
-            duration = Some((key, 0));
-            continue;
         }
-        let entry = out.entry(name.clone()).or_default();
-        entry
-            .set(&key, &value)
-            .map_err(|r| (n, format!("{name}: {r}")))?;
+        o.depth = p.depth;
+        out.insert(topic, o);
     }
     Ok(out)
 }
 
-/// The line without a trailing `# comment` (a `#` at the start or after
-/// whitespace, outside quotes).
-fn strip_comment(line: &str) -> &str {
-    let mut quote: Option<char> = None;
-    let mut prev = ' ';
-    for (i, c) in line.char_indices() {
-        match quote {
-            Some(q) if c == q => quote = None,
-            Some(_) => {}
-            None if c == '"' || c == '\'' => quote = Some(c),
-            None if c == '#' && prev.is_whitespace() => return &line[..i],
-            None => {}
-        }
-        prev = c;
+/// serde_norway's message without its trailing ` at line L column C` (the
+/// line is reported on its own).
+fn without_location(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(i) => message[..i].to_string(),
+        None => message.to_string(),
     }
-    line
 }
 
-/// `key: value` (the key may be quoted) into unquoted parts.
-fn split_key(s: &str) -> Option<(String, String)> {
-    let (key, rest) = if let Some(q) = s.chars().next().filter(|c| *c == '"' || *c == '\'') {
-        let end = s[1..].find(q)? + 1;
-        (s[1..end].to_owned(), s[end + 1..].trim_start())
-    } else {
-        let colon = s.find(':')?;
-        (s[..colon].trim().to_owned(), &s[colon..])
-    };
-    let rest = rest.strip_prefix(':')?;
-    if !(rest.is_empty() || rest.starts_with(' ')) {
-        return None;
-    }
-    let v = rest.trim();
-    let v = v
-        .strip_prefix('"')
-        .and_then(|v| v.strip_suffix('"'))
-        .or_else(|| v.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')))
-        .unwrap_or(v);
-    (!key.is_empty()).then(|| (key, v.to_owned()))
+/// The line where `topic` is a key the `nth` time (for errors found after
+/// parsing), 0 when it cannot be told.
+fn line_of(text: &str, topic: &str, nth: usize) -> usize {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| {
+            let l = l.trim_start_matches(['"', '\'']);
+            l.strip_prefix(topic)
+                .is_some_and(|rest| rest.trim_start_matches(['"', '\'']).starts_with(':'))
+        })
+        .nth(nth.saturating_sub(1))
+        .map_or(0, |(i, _)| i + 1)
 }
 
 #[cfg(test)]
@@ -268,19 +393,79 @@ mod tests {
     fn mistakes_name_the_line() {
         let cases = [
             ("/a:\n  reliability: sometimes\n", 2, "best_effort"),
-            ("/a:\n  depth: -1\n", 2, "whole number"),
+            ("/a:\n  depth: -1\n", 2, "whole number of messages"),
+            ("/a:\n  depth: 4294967296\n", 2, "whole number of messages"),
             ("a:\n  depth: 1\n", 1, "start with '/'"),
-            ("/a:\n  colour: red\n", 2, "unknown policy"),
-            ("/a:\n  deadline: 5\n", 2, "sec"),
+            (
+                "/a:\n  colour: red\n",
+                2,
+                "unknown field `colour`, expected one of `history`",
+            ),
+            ("/a:\n  deadline: 5\n", 2, "`sec:` and `nsec:`"),
             ("/a:\n  deadline:\n    sec: x\n", 3, "whole number"),
             ("/a:\n\treliability: reliable\n", 2, "tabs"),
-            ("  depth: 1\n", 1, "before any topic"),
-            ("/a: {reliability: reliable}\n", 1, "lines below"),
+            ("  depth: 1\n", 1, "start with '/'"),
+            ("/a:\n  depth: 1\n/a:\n  depth: 2\n", 3, "duplicate"),
+            ("/a: [1, 2\n", 1, "the topic's policies"),
+            ("/a:\n  depth: 1\n - x\n", 3, "did not find expected key"),
+            ("- /a\n", 1, "topics, each with its policies"),
         ];
         for (y, line, want) in cases {
             let (l, reason) = parse_overrides(y).unwrap_err();
             assert_eq!(l, line, "{y:?}: {reason}");
             assert!(reason.contains(want), "{y:?}: {reason}");
+            assert!(!reason.contains(" at line "), "{y:?}: {reason}");
         }
+    }
+
+    #[test]
+    fn flow_style_quoting_an_empty_topic_and_an_empty_file_are_yaml_too() {
+        let o = parse_overrides("\"/a\": {reliability: best_effort, depth: 3}\n'/b':\n").unwrap();
+        assert_eq!(o["/a"].request().reliability, Reliability::BestEffort);
+        assert_eq!(o["/a"].request().depth, 3);
+        assert_eq!(o["/b"], QosOverride::default());
+        assert!(parse_overrides("").unwrap().is_empty());
+        assert!(parse_overrides("# nothing\n").unwrap().is_empty());
+    }
+
+    #[test]
+    fn alias_bombs_and_deep_nesting_are_refused_at_their_first_value() {
+        // A billion laughs: each level ten aliases of the one before. The
+        // reader wants a topic's policies, so it stops at the first
+        // sequence instead of expanding it.
+        let mut bomb = String::from("/a: &a [x, x, x, x, x, x, x, x, x, x]\n");
+        for i in 0..9 {
+            let prev = if i == 0 {
+                "a".to_string()
+            } else {
+                format!("b{}", i - 1)
+            };
+            bomb.push_str(&format!(
+                "/b{i}: &b{i} [*{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}, *{prev}]\n"
+            ));
+        }
+        let (line, reason) = parse_overrides(&bomb).unwrap_err();
+        assert_eq!(line, 1, "{reason}");
+        // The same aliases where a policy's value goes.
+        bomb.push_str("/c:\n  depth: *b8\n");
+        assert!(parse_overrides(&bomb).is_err());
+        let deep = format!("/a: {}{}\n", "[".repeat(10_000), "]".repeat(10_000));
+        assert!(parse_overrides(&deep).is_err());
+        let deep = format!(
+            "/a:\n  deadline: {}{}\n",
+            "{s: ".repeat(10_000),
+            "}".repeat(10_000)
+        );
+        assert!(parse_overrides(&deep).is_err());
+    }
+
+    #[test]
+    fn a_file_over_the_limit_is_refused_before_it_is_read() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("big.yaml");
+        let f = std::fs::File::create(&p).unwrap();
+        f.set_len(MAX_FILE_BYTES + 1).unwrap();
+        let e = read_overrides_file(&p).unwrap_err().to_string();
+        assert!(e.contains("more than an override file can be"), "{e}");
     }
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use edgerec_source::ChannelSpec;
 
 use crate::channels::{self, Definitions};
-use crate::graph::{Graph, TopicKey};
+use crate::graph::{Graph, GraphLimits, TopicKey};
 use crate::options::RosOptions;
 use crate::qos::{QosProfile, RequestQos};
 use crate::selection::TopicSelection;
@@ -113,7 +113,10 @@ impl RosSetup {
 
     /// An empty graph for a new run.
     pub fn graph(&self) -> Graph {
-        Graph::new(self.selection.clone(), self.opts.qos_overrides.clone())
+        Graph::new(self.selection.clone(), self.opts.qos_overrides.clone()).with_limits(
+            GraphLimits::topics(self.opts.max_topics),
+            self.opts.reserved_topics.iter().cloned(),
+        )
     }
 
     /// Logs a warning and keeps it for the status.

@@ -72,6 +72,7 @@ fn defaults_are_the_documented_values() {
             exclude_types: vec![],
             include_hidden: false,
             discovery_interval: Duration::from_millis(100),
+            max_topics: 1000,
             domain_id: -1,
             node_name: "edgerec".to_owned(),
             namespace: "/".to_owned(),

@@ -163,7 +163,6 @@ impl Source for DdsSource {
                         else {
                             continue;
                         };
-                        handles.insert(handle, gid);
                         actions.extend(graph.add(Publication {
                             gid,
                             participant,
@@ -172,6 +171,11 @@ impl Source for DdsSource {
                             qos,
                             type_hash: type_hash_from_user_data(&user_data),
                         }));
+                        // Only publishers the graph took are remembered: a
+                        // refused one costs nothing but its count.
+                        if graph.knows(&gid) {
+                            handles.insert(handle, gid);
+                        }
                     }
                     ffi::PublicationEvent::Gone { handle } => {
                         if let Some(gid) = handles.remove(&handle) {
@@ -195,7 +199,16 @@ impl Source for DdsSource {
                         let channel = if record {
                             let spec =
                                 setup.channel_spec(&key, &request, &offers, type_hash.as_deref());
-                            Some(sink.register(spec)?)
+                            match sink.register(spec) {
+                                Ok(id) => Some(id),
+                                // Another source's channel, or no channel
+                                // left: this topic is not recorded, every
+                                // other one still is.
+                                Err(e) => {
+                                    setup.warn(format!("{} is not recorded: {e}", key.topic));
+                                    continue;
+                                }
+                            }
                         } else {
                             None
                         };
