@@ -305,7 +305,13 @@ impl Daemon {
 
     /// The control loop over a started recorder; it takes the watchdog
     /// supervisor and the LEDs until [`finish`](Self::finish).
-    pub fn control(&mut self, recorder: StatusHandle, data_dir: &Path, cfg: &Config) -> Control {
+    pub fn control(
+        &mut self,
+        recorder: StatusHandle,
+        data_dir: &Path,
+        cfg: &Config,
+        ros: Option<Arc<edgerec_ros::stats::StatsTable>>,
+    ) -> Control {
         let realtime_priority = cfg.storage.realtime_priority;
         let mut control = Control::new(
             ControlOptions {
@@ -314,7 +320,11 @@ impl Daemon {
                 drops_window: cfg.health.drops_window,
                 deadline: self.stage_deadline,
             },
-            Box::new(move || recording_view(&recorder.snapshot(), realtime_priority)),
+            Box::new(move || {
+                let mut view = recording_view(&recorder.snapshot(), realtime_priority);
+                view.ros = ros.as_deref().map(ros_view);
+                view
+            }),
             self.heartbeats.clone(),
             self.board.clone(),
         )
@@ -425,6 +435,9 @@ fn recording_view(rec: &RecorderStatus, realtime_priority: u8) -> RecordingView 
             .collect(),
         unknown_channel_pushes: rec.unknown_channel_pushes,
         events: rec.events.as_ref().map(events_view),
+        // Filled in by the control loop, which holds the ROS source's
+        // stats.
+        ros: None,
         // Read back from /proc each tick: what the kernel gives, not what
         // was asked for.
         realtime: (realtime_priority > 0).then(|| {
@@ -435,6 +448,25 @@ fn recording_view(rec: &RecorderStatus, realtime_priority: u8) -> RecordingView 
                 other,
             }
         }),
+    }
+}
+
+/// The ROS 2 source's graph as the health side shows it.
+fn ros_view(stats: &edgerec_ros::stats::StatsTable) -> edgerec_health::status::RosView {
+    let r = stats.refused();
+    edgerec_health::status::RosView {
+        refused: [
+            ("bad_name", r.bad_name),
+            ("own", r.own),
+            ("other_source", r.other_source),
+            ("topic_cap", r.topic_cap),
+            ("publisher_cap", r.publisher_cap),
+        ]
+        .into_iter()
+        .map(|(k, n)| (k.to_owned(), n))
+        .collect(),
+        missing: stats.missing(),
+        warnings: stats.warnings(),
     }
 }
 

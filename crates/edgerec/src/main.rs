@@ -622,6 +622,8 @@ fn record(
         signal_hook::flag::register(sig, stop.clone()).context("installing the signal handler")?;
     }
     let mut sources = SyntheticSource::from_config(&cfg.sources.synthetic);
+    // What the ROS 2 source saw on the graph, for the status.
+    let ros_stats = session.ros.as_ref().map(|r| r.stats());
     if let Some(r) = session.ros {
         sources.push(Box::new(r));
     }
@@ -662,7 +664,7 @@ fn record(
         ),
         None => None,
     };
-    let mut control = daemon.control(rec.status_handle(), &cfg.recording.root, cfg);
+    let mut control = daemon.control(rec.status_handle(), &cfg.recording.root, cfg, ros_stats);
     let mut health_triggers = health_triggers::HealthTriggers::new(cfg);
     let trigger_handle = rec.status_handle();
     let mut died = None;

@@ -65,6 +65,8 @@ pub fn options(cfg: &Config) -> anyhow::Result<RosOptions> {
         },
         max_topics: r.max_topics,
         reserved_topics: other_sources_topics(cfg),
+        // A message must fit in the budget with room for the others'.
+        max_sample_bytes: cfg.pipeline.memory_budget / 2,
     })
 }
 

@@ -62,6 +62,8 @@ pub struct RecordingView {
     pub realtime: Option<RealtimeStatus>,
     /// Event triggers; `None` in `continuous` mode.
     pub events: Option<crate::status::EventsView>,
+    /// The ROS 2 source's graph; `None` without one.
+    pub ros: Option<crate::status::RosView>,
 }
 
 /// One channel's counters since the start.
@@ -368,6 +370,7 @@ impl Control {
             leds: self.leds.as_ref().map(|l| l.status()),
             last_fault: self.last_fault.clone(),
             events: rec.events.clone(),
+            ros: rec.ros.clone(),
         };
         self.board.publish(&snapshot);
         if let Some(n) = &self.notifier {

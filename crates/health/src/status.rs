@@ -77,6 +77,23 @@ pub struct StatusSnapshot {
     /// Event triggers, the pre-roll ring and the recent events; absent in
     /// `continuous` mode.
     pub events: Option<EventsView>,
+    /// What the ROS 2 source found on the graph and did not record;
+    /// absent without a ROS 2 source.
+    pub ros: Option<RosView>,
+}
+
+/// What the ROS 2 source found on the graph and did not record.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct RosView {
+    /// Publications refused, by reason: `bad_name` (not a ROS name),
+    /// `own` (edgerec's own topics), `other_source` (a topic another
+    /// source records), `topic_cap` (`ros.max_topics` reached),
+    /// `publisher_cap` (too many publishers known).
+    pub refused: BTreeMap<String, u64>,
+    /// Topics named in the selection that no publisher offers yet.
+    pub missing: Vec<String>,
+    /// The latest warnings (refusals, QoS mismatches, unknown types).
+    pub warnings: Vec<String>,
 }
 
 /// Event triggers in the snapshot.
@@ -1035,6 +1052,35 @@ pub fn render_text(v: &Value) -> String {
         )),
         None => line("watchdog:  off".to_owned()),
     }
+    if let Some(r) = v.get("ros").filter(|r| !r.is_null()) {
+        let refused: Vec<String> = r
+            .get("refused")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .filter_map(|(k, n)| n.as_u64().filter(|n| *n > 0).map(|n| format!("{k} {n}")))
+            .collect();
+        let missing: Vec<&str> = r
+            .get("missing")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        line(format!(
+            "ros:       refused from the graph: {}; listed, not offered yet: {}",
+            if refused.is_empty() {
+                "none".to_owned()
+            } else {
+                refused.join(", ")
+            },
+            if missing.is_empty() {
+                "none".to_owned()
+            } else {
+                missing.join(", ")
+            }
+        ));
+    }
     if let Some(e) = v.get("events").filter(|e| !e.is_null()) {
         let f = |k: &str| e.get(k).and_then(Value::as_f64).unwrap_or(0.0);
         line(format!(
@@ -1162,6 +1208,7 @@ mod tests {
             leds: None,
             last_fault: None,
             events: None,
+            ros: None,
         }
     }
 

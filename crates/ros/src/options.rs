@@ -35,6 +35,9 @@ pub struct RosOptions {
     /// Topics other sources of the recorder record: never taken from the
     /// graph.
     pub reserved_topics: Vec<String>,
+    /// The largest sample taken from DDS (Cyclone's `MaxSampleSize`): the
+    /// binary sets half the pipeline's memory budget.
+    pub max_sample_bytes: u64,
 }
 
 impl Default for RosOptions {
@@ -50,6 +53,7 @@ impl Default for RosOptions {
             qos_style: QosYamlStyle::Humble,
             max_topics: crate::graph::DEFAULT_MAX_TOPICS,
             reserved_topics: Vec::new(),
+            max_sample_bytes: 128 << 20,
         }
     }
 }

@@ -150,6 +150,7 @@ impl RosSetup {
 
     /// Tells the status which listed topics no publisher offers yet.
     pub fn set_missing(&self, graph: &Graph) {
+        self.stats.set_refused(graph.refused());
         self.stats.set_missing(
             graph
                 .missing_listed()

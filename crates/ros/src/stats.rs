@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use crate::graph::TopicKey;
+use crate::graph::{Refused, TopicKey};
 
 /// Counts of one topic.
 #[derive(Debug, Default)]
@@ -49,6 +49,7 @@ pub struct StatsTable {
     topics: Mutex<BTreeMap<TopicKey, Arc<TopicCounters>>>,
     warnings: Mutex<Vec<String>>,
     missing: Mutex<Vec<String>>,
+    refused: Mutex<Refused>,
 }
 
 impl StatsTable {
@@ -70,6 +71,15 @@ impl StatsTable {
 
     pub(crate) fn set_missing(&self, m: Vec<String>) {
         *self.missing.lock().unwrap_or_else(|p| p.into_inner()) = m;
+    }
+
+    pub(crate) fn set_refused(&self, r: Refused) {
+        *self.refused.lock().unwrap_or_else(|p| p.into_inner()) = r;
+    }
+
+    /// Publications the graph refused so far, by reason.
+    pub fn refused(&self) -> Refused {
+        *self.refused.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Every topic's counts.

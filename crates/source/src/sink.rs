@@ -234,6 +234,66 @@ impl SourceSink {
         }
     }
 
+    /// Pushes a copy of `bytes` as a message of `channel`, charging the
+    /// memory budget *before* the copy is made: a message the budget, a
+    /// pause or an unknown channel refuses costs no allocation, however
+    /// large a peer made it. Refusals are counted as [`push`](Self::push)
+    /// counts them.
+    pub fn push_copy(
+        &self,
+        channel: ChannelId,
+        log_time: u64,
+        publish_time: u64,
+        bytes: &[u8],
+    ) -> Result<(), Dropped> {
+        self.alive();
+        let intake = &*self.intake;
+        let Some(ch) = intake.table.get(channel) else {
+            intake.table.count_unknown();
+            return Err(Dropped::UnknownChannel);
+        };
+        let refuse = |why: Dropped| {
+            ch.counters.dropped.fetch_add(1, Ordering::Relaxed);
+            Err(why)
+        };
+        // As in try_push_marked: a latched channel is kept through a hold.
+        if intake.held.load(Ordering::Relaxed) && !ch.spec.latched {
+            return Err(Dropped::Held);
+        }
+        if intake.paused.load(Ordering::Relaxed) {
+            return refuse(Dropped::Paused);
+        }
+        if intake.closed.load(Ordering::Relaxed) {
+            return refuse(Dropped::Closed);
+        }
+        let want = (bytes.len() + std::mem::size_of::<Envelope>()) as u64;
+        let Some(first) = self.admit(ch, want) else {
+            return refuse(Dropped::Budget);
+        };
+        let mut payload = self.buffer(channel, bytes.len());
+        payload.extend_from_slice(bytes);
+        let env = Envelope {
+            channel,
+            log_time,
+            publish_time,
+            payload,
+        };
+        // A reused buffer can be larger than asked for: charge all of it.
+        let charge = if env.charge() == want {
+            first
+        } else {
+            intake.release(ch, first);
+            match self.admit(ch, env.charge()) {
+                Some(c) => c,
+                None => return refuse(Dropped::Budget),
+            }
+        };
+        match self.enqueue(ch, env, charge, false) {
+            Ok(()) => Ok(()),
+            Err((why, _)) => refuse(why),
+        }
+    }
+
     /// Like [`push`](Self::push), but a refused envelope is handed back
     /// and NOT counted as a drop: for a load generator that waits and
     /// offers it again. A real source uses `push`.
@@ -267,16 +327,29 @@ impl SourceSink {
             Some(c) => c,
             None => return Err((Dropped::Budget, env)),
         };
+        self.enqueue(ch, env, charge, key)
+    }
+
+    /// Queues an envelope already charged to the budget; a full queue
+    /// gives the charge back and the envelope with it.
+    #[inline]
+    fn enqueue(
+        &self,
+        ch: &Channel,
+        env: Envelope,
+        charge: Charge,
+        key: bool,
+    ) -> Result<(), (Dropped, Envelope)> {
         let len = env.payload.len() as u64;
         match ch.queue.push(Queued { env, charge, key }) {
             Ok(()) => {
                 ch.counters.accepted.fetch_add(1, Ordering::Relaxed);
                 ch.counters.bytes.fetch_add(len, Ordering::Relaxed);
-                intake.doorbell.ring();
+                self.intake.doorbell.ring();
                 Ok(())
             }
             Err(q) => {
-                intake.release(ch, q.charge);
+                self.intake.release(ch, q.charge);
                 Err((Dropped::QueueFull, q.env))
             }
         }

@@ -41,6 +41,18 @@ pub const DEFAULT_CONFIG: &str = "<CycloneDDS><Domain Id=\"any\"><Internal>\
 <SocketReceiveBufferSize min=\"default\" max=\"64MB\"/>\
 </Internal></Domain></CycloneDDS>";
 
+/// [`DEFAULT_CONFIG`] with Cyclone DDS's `MaxSampleSize`: a sample whose
+/// serialized size is over `max_sample_bytes` (at least 64 KiB, at most
+/// 2 GiB - 1) is discarded by Cyclone on receipt, with a warning, before
+/// edgerec sees or copies it.
+pub fn config_xml(max_sample_bytes: u64) -> String {
+    let max = max_sample_bytes.clamp(64 << 10, i32::MAX as u64);
+    DEFAULT_CONFIG.replace(
+        "</Internal>",
+        &format!("<MaxSampleSize>{max}B</MaxSampleSize></Internal>"),
+    )
+}
+
 /// The ROS 2 source on Cyclone DDS.
 pub struct DdsSource {
     setup: RosSetup,
@@ -71,9 +83,10 @@ impl DdsSource {
     /// `CYCLONEDDS_URI`, no usable network interface) is an error before
     /// anything is recorded, not a source restarting for ever.
     pub fn probe(&self) -> Result<(), RosError> {
+        let xml = config_xml(self.setup.opts.max_sample_bytes);
         let config = std::env::var_os("CYCLONEDDS_URI")
             .is_none()
-            .then_some(DEFAULT_CONFIG);
+            .then_some(xml.as_str());
         Participant::new(self.setup.opts.domain_id, config).map(drop)
     }
 
@@ -107,9 +120,10 @@ impl Source for DdsSource {
             device: format!("ros (dds, domain {})", setup.opts.domain_id),
             reason: e.to_string(),
         };
+        let xml = config_xml(setup.opts.max_sample_bytes);
         let config = std::env::var_os("CYCLONEDDS_URI")
             .is_none()
-            .then_some(DEFAULT_CONFIG);
+            .then_some(xml.as_str());
         let dp = Participant::new(setup.opts.domain_id, config).map_err(device)?;
         let disco = dp.publication_reader().map_err(device)?;
         let own = dp.gid();
@@ -261,5 +275,22 @@ impl Source for DdsSource {
         drop(disco);
         drop(dp);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sample_size_limit_goes_into_the_internal_section() {
+        let xml = config_xml(256 << 20);
+        assert!(
+            xml.contains("<MaxSampleSize>268435456B</MaxSampleSize></Internal>"),
+            "{xml}"
+        );
+        assert!(xml.contains("SocketReceiveBufferSize"), "{xml}");
+        assert!(config_xml(1).contains("<MaxSampleSize>65536B<"));
+        assert!(config_xml(u64::MAX).contains("<MaxSampleSize>2147483647B<"));
     }
 }

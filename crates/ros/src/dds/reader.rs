@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use cyclors::dds_entity_t;
-use edgerec_source::{ChannelId, Envelope, SourceSink};
+use edgerec_source::{ChannelId, SourceSink};
 
 use super::ffi::{self, Participant};
 use crate::graph::TopicKey;
@@ -77,16 +77,9 @@ fn take_all(reader: dds_entity_t, ctx: &ListenerCtx) {
             .ok()
             .filter(|t| *t > 0)
             .unwrap_or(log_time);
-        let mut payload = ctx.sink.buffer(channel, bytes.len());
-        payload.extend_from_slice(bytes);
-        // A refusal (queue full, budget spent, paused) is counted on the
-        // channel by the sink.
-        let _ = ctx.sink.push(Envelope {
-            channel,
-            log_time,
-            publish_time,
-            payload,
-        });
+        // Charged to the budget before it is copied; a refusal (budget
+        // spent, queue full, paused) is counted on the channel by the sink.
+        let _ = ctx.sink.push_copy(channel, log_time, publish_time, bytes);
     });
 }
 
