@@ -86,8 +86,8 @@ sccache_on() { # sccache_on LOGFILE
 sccache_off() {
     [ "${RUSTC_WRAPPER:-}" = sccache ] || return 0
     local hits misses
-    hits="$(sccache --show-stats 2>/dev/null | awk '/^Cache hits  /{print $3}')"
-    misses="$(sccache --show-stats 2>/dev/null | awk '/^Cache misses  /{print $3}')"
+    read -r hits misses < <(sccache --show-stats 2>/dev/null \
+        | awk '/^Cache hits  /{h=$3} /^Cache misses  /{m=$3} END{print h, m}')
     printf 'sccache: %s hits, %s misses (compiled)\n' "${hits:-?}" "${misses:-?}"
     sccache --stop-server >/dev/null 2>&1 || true
 }

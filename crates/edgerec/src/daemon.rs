@@ -453,18 +453,13 @@ fn recording_view(rec: &RecorderStatus, realtime_priority: u8) -> RecordingView 
 
 /// The ROS 2 source's graph as the health side shows it.
 fn ros_view(stats: &edgerec_ros::stats::StatsTable) -> edgerec_health::status::RosView {
-    let r = stats.refused();
     edgerec_health::status::RosView {
-        refused: [
-            ("bad_name", r.bad_name),
-            ("own", r.own),
-            ("other_source", r.other_source),
-            ("topic_cap", r.topic_cap),
-            ("publisher_cap", r.publisher_cap),
-        ]
-        .into_iter()
-        .map(|(k, n)| (k.to_owned(), n))
-        .collect(),
+        refused: stats
+            .refused()
+            .by_reason()
+            .into_iter()
+            .map(|(k, n)| (k.to_owned(), n))
+            .collect(),
         missing: stats.missing(),
         warnings: stats.warnings(),
     }

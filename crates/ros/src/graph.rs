@@ -177,13 +177,22 @@ impl Refused {
         *c
     }
 
+    /// Each count with the name the status gives it.
+    pub fn by_reason(&self) -> [(&'static str, u64); 5] {
+        [
+            ("bad_name", self.bad_name),
+            ("own", self.own),
+            ("other_source", self.other_source),
+            ("topic_cap", self.topic_cap),
+            ("publisher_cap", self.publisher_cap),
+        ]
+    }
+
     /// Every refusal.
     pub fn total(&self) -> u64 {
-        self.bad_name
-            .saturating_add(self.own)
-            .saturating_add(self.other_source)
-            .saturating_add(self.topic_cap)
-            .saturating_add(self.publisher_cap)
+        self.by_reason()
+            .iter()
+            .fold(0u64, |a, (_, n)| a.saturating_add(*n))
     }
 }
 

@@ -159,49 +159,30 @@ struct PolicyFile {
     avoid_ros_namespace_conventions: Option<bool>,
 }
 
-/// A policy's value, one of `allowed` (the error, at the value's line,
-/// lists them).
-fn choice<'de, D: serde::Deserializer<'de>>(
-    d: D,
-    key: &str,
-    allowed: &[&str],
-) -> Result<Option<String>, D::Error> {
+/// A policy's value, checked where it is read (so an error carries its
+/// line) by [`QosOverride::set`], which says what each policy allows.
+fn policy<'de, D: serde::Deserializer<'de>>(d: D, key: &str) -> Result<Option<String>, D::Error> {
     let v = String::deserialize(d)?;
-    if allowed.contains(&v.as_str()) {
-        return Ok(Some(v));
-    }
-    Err(serde::de::Error::custom(format!(
-        "{key} {v:?}: use {}",
-        allowed.join(", ")
-    )))
+    QosOverride::default()
+        .set(key, &v)
+        .map_err(serde::de::Error::custom)?;
+    Ok(Some(v))
 }
 
 fn history<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    choice(d, "history", &["keep_last", "keep_all", "system_default"])
+    policy(d, "history")
 }
 
 fn reliability<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    choice(
-        d,
-        "reliability",
-        &["reliable", "best_effort", "system_default"],
-    )
+    policy(d, "reliability")
 }
 
 fn durability<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    choice(
-        d,
-        "durability",
-        &["volatile", "transient_local", "system_default"],
-    )
+    policy(d, "durability")
 }
 
 fn liveliness<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<String>, D::Error> {
-    choice(
-        d,
-        "liveliness",
-        &["automatic", "manual_by_topic", "system_default"],
-    )
+    policy(d, "liveliness")
 }
 
 /// `{sec, nsec}`.
@@ -304,8 +285,7 @@ fn whole_u64<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
 pub fn parse_overrides(text: &str) -> Result<QosOverrides, (usize, String)> {
     // libyaml's message for a tab in indentation does not say so.
     for (i, line) in text.lines().enumerate() {
-        let indent: String = line.chars().take_while(|c| c.is_whitespace()).collect();
-        if indent.contains('\t') {
+        if line[..line.len() - line.trim_start().len()].contains('\t') {
             return Err((
                 i + 1,
                 "tabs are not allowed in YAML indentation; use spaces".into(),

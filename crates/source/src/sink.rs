@@ -256,15 +256,10 @@ impl SourceSink {
             ch.counters.dropped.fetch_add(1, Ordering::Relaxed);
             Err(why)
         };
-        // As in try_push_marked: a latched channel is kept through a hold.
-        if intake.held.load(Ordering::Relaxed) && !ch.spec.latched {
-            return Err(Dropped::Held);
-        }
-        if intake.paused.load(Ordering::Relaxed) {
-            return refuse(Dropped::Paused);
-        }
-        if intake.closed.load(Ordering::Relaxed) {
-            return refuse(Dropped::Closed);
+        match self.gate(ch) {
+            Ok(()) => {}
+            Err(Dropped::Held) => return Err(Dropped::Held),
+            Err(why) => return refuse(why),
         }
         let want = (bytes.len() + std::mem::size_of::<Envelope>()) as u64;
         let Some(first) = self.admit(ch, want) else {
@@ -309,18 +304,8 @@ impl SourceSink {
         let Some(ch) = intake.table.get(env.channel) else {
             return Err((Dropped::UnknownChannel, env));
         };
-        // A latched (transient-local) channel is kept through an
-        // operator's pause: its message (a /tf_static) is sent once, and
-        // letting it go would lose it for the rest of the recording
-        // (rosbag2 issue 1302 loses it to --start-paused).
-        if intake.held.load(Ordering::Relaxed) && !ch.spec.latched {
-            return Err((Dropped::Held, env));
-        }
-        if intake.paused.load(Ordering::Relaxed) {
-            return Err((Dropped::Paused, env));
-        }
-        if intake.closed.load(Ordering::Relaxed) {
-            return Err((Dropped::Closed, env));
+        if let Err(why) = self.gate(ch) {
+            return Err((why, env));
         }
         let bytes = env.charge();
         let charge = match self.admit(ch, bytes) {
@@ -328,6 +313,27 @@ impl SourceSink {
             None => return Err((Dropped::Budget, env)),
         };
         self.enqueue(ch, env, charge, key)
+    }
+
+    /// Whether `ch` takes messages now: held (an operator's pause), paused
+    /// or closed refuse them.
+    #[inline]
+    fn gate(&self, ch: &Channel) -> Result<(), Dropped> {
+        let intake = &*self.intake;
+        // A latched (transient-local) channel is kept through an
+        // operator's pause: its message (a /tf_static) is sent once, and
+        // letting it go would lose it for the rest of the recording
+        // (rosbag2 issue 1302 loses it to --start-paused).
+        if intake.held.load(Ordering::Relaxed) && !ch.spec.latched {
+            return Err(Dropped::Held);
+        }
+        if intake.paused.load(Ordering::Relaxed) {
+            return Err(Dropped::Paused);
+        }
+        if intake.closed.load(Ordering::Relaxed) {
+            return Err(Dropped::Closed);
+        }
+        Ok(())
     }
 
     /// Queues an envelope already charged to the budget; a full queue
