@@ -850,6 +850,34 @@ def cmd_publish(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------------------
+# burst
+
+def cmd_burst(args: argparse.Namespace) -> int:
+    """--topics writers on TOPIC_0 .. TOPIC_{N-1}, made as fast as Cyclone
+    makes them, one sample each, then --linger: a burst of discoveries."""
+    kind = message_kind(args.type)
+    payload = Payload(DEFAULT_PAYLOAD_BYTES) if kind.has_payload else None
+    part = Participant(args)
+    qos = endpoint_qos(args.reliability, args.durability, 1,
+                       user_data(("typehash", args.typehash)), 100)
+    writers = []
+    t0 = time.monotonic()
+    for i in range(args.topics):
+        topic = Topic(part.dp, ros_topic(f"{args.topic}_{i}"), kind.idl)
+        writers.append(DataWriter(part.dp, topic, qos=qos))
+    created_s = time.monotonic() - t0
+    for seq, w in enumerate(writers):
+        stamp_ns = time.time_ns()
+        write_raw(w, wire_bytes(kind.make(seq, stamp_ns, payload)), stamp_ns)
+    emit({"topics": args.topics, "created_s": created_s,
+          "written_s": time.monotonic() - t0})
+    if args.linger:
+        Stop.install()
+        wait_until(lambda: Stop.requested, args.linger, 0.05)
+    return 0
+
+
+# ---------------------------------------------------------------------------
 # subscribe
 
 def cmd_subscribe(args: argparse.Namespace) -> int:
@@ -1177,6 +1205,17 @@ def parser() -> argparse.ArgumentParser:
                    help="reliable: how long a write may block on a full writer history "
                         "before it fails (an error here) (default 100, Cyclone's default)")
     p.set_defaults(func=cmd_publish)
+
+    b = sub.add_parser("burst", parents=[dds, qos],
+                       help="a burst of discoveries: N writers on N topics at once",
+                       description="Makes --topics writers on TOPIC_0 .. TOPIC_{N-1} as fast "
+                                   "as it can, writes one sample on each, prints "
+                                   "{topics, created_s, written_s} and lingers.")
+    b.add_argument("--topics", type=positive_int, required=True, metavar="N",
+                   help="how many topics (and writers)")
+    b.add_argument("--linger", type=nonneg_float, default=0.0, metavar="S",
+                   help="stay on the graph this long afterwards (SIGINT/SIGTERM end it)")
+    b.set_defaults(func=cmd_burst)
 
     s = sub.add_parser("subscribe", parents=[dds, qos],
                        help="write every sample received as a JSON line",

@@ -106,6 +106,12 @@ section! {
         /// Memory the pre-roll ring may hold (compressed); 1 MiB to 64 GiB.
         /// Default 512 MiB.
         memory_budget: u64 = 512 * MIB, size(MIB..=64 * GIB);
+        /// Disk space the event clips may take together; a clip that would
+        /// pass it ends there and new clips are refused until clips are
+        /// offloaded or deleted (both counted in the status), so triggers
+        /// never take the space the continuous recording needs. 16 MiB to
+        /// 1 PiB. Default 16 GiB.
+        disk_budget: u64 = 16 * GIB, size(16 * MIB..=1024 * 1024 * GIB);
         /// How long clips are kept from retention; 0 = forever (default).
         keep: Duration = secs(0), duration(secs(0)..=hours(24 * 3650));
         /// Time after an event ends before its rule may fire again, unless
@@ -580,6 +586,13 @@ section! {
         /// Group that may use the control socket (besides its owner); empty
         /// = the recorder's own group (default).
         control_group: String = String::new(), string();
+        /// `trigger` and `split` commands one requester (a local user, a
+        /// ROS 2 client) may give a second, on average; more are refused
+        /// and counted. 1 to 1000. Default 10.
+        control_rate: u32 = 10, int(1..=1000);
+        /// How many of them it may give at once before the rate applies;
+        /// 1 to 10000. Default 20.
+        control_burst: u32 = 20, int(1..=10_000);
         /// Write the status snapshot into the recording as `/edgerec/status`
         /// (std_msgs/String, JSON) at 1 Hz. Default true.
         record_status: bool = true, boolean();

@@ -3,9 +3,10 @@
 
 use std::sync::Arc;
 
-use edgerec_health::ctl::{Access, CtlHandler, CtlServer};
+use edgerec_health::ctl::{Access, CtlHandler, CtlServer, Peer};
 use edgerec_recorder::StatusHandle;
 use edgerec_ros::control::{execute_in, Command, ControlSlot, Controls, Reply};
+use edgerec_ros::rate_limit::Requester;
 
 /// The recorder, as the commands see it.
 pub struct RecorderControls(pub StatusHandle);
@@ -47,15 +48,24 @@ pub fn serve(path: &std::path::Path, group: &str, slot: ControlSlot) -> anyhow::
     } else {
         Some(group_id(group)?)
     };
-    let handler: CtlHandler = Arc::new(move |line: &str| match line.parse::<Command>() {
-        Ok(cmd) => execute_in(&slot, &cmd).json(),
-        Err(e) => Reply {
-            ok: false,
-            paused: false,
-            message: format!("{e}"),
-        }
-        .json(),
-    });
+    let handler: CtlHandler =
+        Arc::new(
+            move |line: &str, peer: &Peer| match line.parse::<Command>() {
+                Ok(cmd) => {
+                    let who = Requester::Local {
+                        uid: peer.uid,
+                        pid: peer.pid,
+                    };
+                    execute_in(&slot, &cmd, &who).json()
+                }
+                Err(e) => Reply {
+                    ok: false,
+                    paused: false,
+                    message: format!("{e}"),
+                }
+                .json(),
+            },
+        );
     Ok(CtlServer::unix(path, Access { gid }, handler)?)
 }
 

@@ -311,6 +311,7 @@ impl Daemon {
         data_dir: &Path,
         cfg: &Config,
         ros: Option<Arc<edgerec_ros::stats::StatsTable>>,
+        controls: Option<edgerec_ros::control::ControlSlot>,
     ) -> Control {
         let realtime_priority = cfg.storage.realtime_priority;
         let mut control = Control::new(
@@ -323,6 +324,7 @@ impl Daemon {
             Box::new(move || {
                 let mut view = recording_view(&recorder.snapshot(), realtime_priority);
                 view.ros = ros.as_deref().map(ros_view);
+                view.controls = controls.as_ref().map(controls_view);
                 view
             }),
             self.heartbeats.clone(),
@@ -436,8 +438,9 @@ fn recording_view(rec: &RecorderStatus, realtime_priority: u8) -> RecordingView 
         unknown_channel_pushes: rec.unknown_channel_pushes,
         events: rec.events.as_ref().map(events_view),
         // Filled in by the control loop, which holds the ROS source's
-        // stats.
+        // stats and the controls.
         ros: None,
+        controls: None,
         // Read back from /proc each tick: what the kernel gives, not what
         // was asked for.
         realtime: (realtime_priority > 0).then(|| {
@@ -462,6 +465,18 @@ fn ros_view(stats: &edgerec_ros::stats::StatsTable) -> edgerec_health::status::R
             .collect(),
         missing: stats.missing(),
         warnings: stats.warnings(),
+    }
+}
+
+/// The rate limits' refusals as the health side shows them.
+fn controls_view(slot: &edgerec_ros::control::ControlSlot) -> edgerec_health::status::ControlsView {
+    let limits = slot.limits();
+    let refused = slot.refusals();
+    edgerec_health::status::ControlsView {
+        rate_per_second: limits.per_second,
+        burst: limits.burst,
+        refused: refused.by_command,
+        refused_by: refused.by_requester,
     }
 }
 
@@ -490,6 +505,11 @@ fn events_view(e: &edgerec_recorder::events::EventsStatus) -> edgerec_health::st
         malformed: e.malformed.clone(),
         lane_dropped: e.lane_dropped,
         clip_errors: e.clip_errors.clone(),
+        clip_budget_bytes: e.budget_bytes,
+        clip_budget_used_bytes: e.budget_used_bytes,
+        clip_budget_refused: e.budget_refused,
+        clip_budget_cut: e.budget_cut,
+        events_over_cap: e.events_over_cap,
     }
 }
 

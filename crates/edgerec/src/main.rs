@@ -513,7 +513,10 @@ fn start_and_record(
             return ExitCode::from(1);
         }
     };
-    let controls = edgerec_ros::control::ControlSlot::default();
+    let controls = edgerec_ros::control::ControlSlot::new(edgerec_ros::rate_limit::RateLimits {
+        per_second: cfg.health.control_rate,
+        burst: cfg.health.control_burst,
+    });
     let session = Session {
         start_paused,
         controls: controls.clone(),
@@ -664,7 +667,13 @@ fn record(
         ),
         None => None,
     };
-    let mut control = daemon.control(rec.status_handle(), &cfg.recording.root, cfg, ros_stats);
+    let mut control = daemon.control(
+        rec.status_handle(),
+        &cfg.recording.root,
+        cfg,
+        ros_stats,
+        Some(session.controls.clone()),
+    );
     let mut health_triggers = health_triggers::HealthTriggers::new(cfg);
     let trigger_handle = rec.status_handle();
     let mut died = None;

@@ -64,6 +64,8 @@ pub struct RecordingView {
     pub events: Option<crate::status::EventsView>,
     /// The ROS 2 source's graph; `None` without one.
     pub ros: Option<crate::status::RosView>,
+    /// The operator's commands refused; `None` without a way in.
+    pub controls: Option<crate::status::ControlsView>,
 }
 
 /// One channel's counters since the start.
@@ -371,6 +373,7 @@ impl Control {
             last_fault: self.last_fault.clone(),
             events: rec.events.clone(),
             ros: rec.ros.clone(),
+            controls: rec.controls.clone(),
         };
         self.board.publish(&snapshot);
         if let Some(n) = &self.notifier {

@@ -20,8 +20,54 @@ use crate::status::{bind_unix, ServeError};
 /// Longest command line accepted.
 pub const MAX_LINE: usize = 4096;
 
-/// Answers one command line with one line of JSON.
-pub type CtlHandler = Arc<dyn Fn(&str) -> String + Send + Sync>;
+/// Answers one command line, from the peer that sent it, with one line
+/// of JSON.
+pub type CtlHandler = Arc<dyn Fn(&str, &Peer) -> String + Send + Sync>;
+
+/// The process at the other end of a connection, as the kernel saw it
+/// when it connected (`SO_PEERCRED`): it cannot say otherwise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Peer {
+    /// Its process id.
+    pub pid: u32,
+    /// Its user id.
+    pub uid: u32,
+    /// Its group id.
+    pub gid: u32,
+}
+
+impl Peer {
+    /// The credentials of `s`'s peer.
+    pub fn of(s: &UnixStream) -> std::io::Result<Peer> {
+        use std::os::fd::AsRawFd;
+        let mut cred = libc::ucred {
+            pid: 0,
+            uid: 0,
+            gid: 0,
+        };
+        let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+        // SAFETY: `cred` is a writable ucred and `len` its size, as
+        // SO_PEERCRED on a connected Unix socket requires; the fd is open
+        // for the call (borrowed from `s`).
+        let rc = unsafe {
+            libc::getsockopt(
+                s.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_PEERCRED,
+                (&mut cred as *mut libc::ucred).cast(),
+                &mut len,
+            )
+        };
+        if rc != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(Peer {
+            pid: cred.pid.max(0) as u32,
+            uid: cred.uid,
+            gid: cred.gid,
+        })
+    }
+}
 
 /// The serving thread; stopped and its socket removed on drop.
 pub struct CtlServer {
@@ -76,6 +122,17 @@ impl CtlServer {
 fn serve_one(mut s: UnixStream, handler: &CtlHandler) {
     let _ = s.set_read_timeout(Some(Duration::from_secs(1)));
     let _ = s.set_write_timeout(Some(Duration::from_secs(1)));
+    let peer = match Peer::of(&s) {
+        Ok(p) => p,
+        Err(e) => {
+            let reply = format!(
+                "{{\"ok\":false,\"error\":{}}}\n",
+                json_string(&format!("cannot tell who is asking (SO_PEERCRED): {e}"))
+            );
+            let _ = s.write_all(reply.as_bytes());
+            return;
+        }
+    };
     let mut line = String::new();
     let read = match s.try_clone() {
         Ok(r) => BufReader::new(r.take(MAX_LINE as u64 + 1)).read_line(&mut line),
@@ -85,7 +142,7 @@ fn serve_one(mut s: UnixStream, handler: &CtlHandler) {
         Ok(_) if line.len() > MAX_LINE => {
             format!("{{\"ok\":false,\"error\":\"a command is at most {MAX_LINE} bytes\"}}")
         }
-        Ok(_) => handler(line.trim_end_matches(['\n', '\r'])),
+        Ok(_) => handler(line.trim_end_matches(['\n', '\r']), &peer),
         Err(e) => format!("{{\"ok\":false,\"error\":{}}}", json_string(&e.to_string())),
     };
     let _ = s
@@ -138,18 +195,33 @@ mod tests {
     fn a_line_in_a_line_out_with_mode_0660() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("ctl.sock");
-        let h: CtlHandler =
-            Arc::new(|l: &str| format!("{{\"ok\":true,\"got\":{}}}", json_string(l)));
+        let h: CtlHandler = Arc::new(|l: &str, p: &Peer| {
+            format!(
+                "{{\"ok\":true,\"got\":{},\"uid\":{},\"pid\":{}}}",
+                json_string(l),
+                p.uid,
+                p.pid
+            )
+        });
         let server = CtlServer::unix(&path, Access { gid: None }, h).unwrap();
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o660);
         let r = send(&path, "pause", Duration::from_secs(2)).unwrap();
-        assert_eq!(r, "{\"ok\":true,\"got\":\"pause\"}");
+        // The peer is this process, as the kernel says.
+        // SAFETY: getuid cannot fail.
+        let uid = unsafe { libc::getuid() };
+        assert_eq!(
+            r,
+            format!(
+                "{{\"ok\":true,\"got\":\"pause\",\"uid\":{uid},\"pid\":{}}}",
+                std::process::id()
+            )
+        );
         let long = "x".repeat(MAX_LINE + 10);
         let r = send(&path, &long, Duration::from_secs(2)).unwrap();
         assert!(r.contains("at most"), "{r}");
         // A second server on a live socket is refused.
-        let h2: CtlHandler = Arc::new(|_| String::new());
+        let h2: CtlHandler = Arc::new(|_, _| String::new());
         assert!(matches!(
             CtlServer::unix(&path, Access { gid: None }, h2),
             Err(ServeError::InUse { .. })

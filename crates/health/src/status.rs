@@ -80,6 +80,23 @@ pub struct StatusSnapshot {
     /// What the ROS 2 source found on the graph and did not record;
     /// absent without a ROS 2 source.
     pub ros: Option<RosView>,
+    /// The operator's commands (control socket, ROS 2 services) refused
+    /// by the per-requester rate limits.
+    pub controls: Option<ControlsView>,
+}
+
+/// The operator's commands the rate limits refused since the start.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ControlsView {
+    /// `health.control_rate`: commands a second per requester.
+    pub rate_per_second: u32,
+    /// `health.control_burst`: commands at once per requester.
+    pub burst: u32,
+    /// Refused, by command (`trigger`, `split`).
+    pub refused: BTreeMap<String, u64>,
+    /// Refused, by requester (`uid 1000`, `ROS 2 client <GUID>`, `other
+    /// requesters` beyond the 64 tracked one by one).
+    pub refused_by: BTreeMap<String, u64>,
 }
 
 /// What the ROS 2 source found on the graph and did not record.
@@ -124,6 +141,17 @@ pub struct EventsView {
     pub lane_dropped: u64,
     /// Clips that could not be written, and why.
     pub clip_errors: Vec<String>,
+    /// `triggers.disk_budget`, bytes.
+    pub clip_budget_bytes: u64,
+    /// What the clips on disk take of it, bytes.
+    pub clip_budget_used_bytes: u64,
+    /// Events that got no clip because the budget was spent.
+    pub clip_budget_refused: u64,
+    /// Clips that ended early because the budget was spent.
+    pub clip_budget_cut: u64,
+    /// Events that overlapped a clip already listing the most one lists
+    /// (256): counted, not listed, not extending it.
+    pub events_over_cap: u64,
 }
 
 /// One event in the snapshot.
@@ -1081,6 +1109,25 @@ pub fn render_text(v: &Value) -> String {
             }
         ));
     }
+    if let Some(c) = v.get("controls").filter(|c| !c.is_null()) {
+        let by: Vec<String> = c
+            .get("refused_by")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten()
+            .filter_map(|(k, n)| n.as_u64().map(|n| format!("{k} {n}")))
+            .collect();
+        if !by.is_empty() {
+            line(format!(
+                "controls:  refused over the rate limit ({} a second, {} at once): {}",
+                c.get("rate_per_second")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0),
+                c.get("burst").and_then(Value::as_u64).unwrap_or(0),
+                by.join(", ")
+            ));
+        }
+    }
     if let Some(e) = v.get("events").filter(|e| !e.is_null()) {
         let f = |k: &str| e.get(k).and_then(Value::as_f64).unwrap_or(0.0);
         line(format!(
@@ -1104,6 +1151,22 @@ pub fn render_text(v: &Value) -> String {
         if let Some(s) = e.get("preroll_shortfall").and_then(Value::as_str) {
             line(format!("  {s}"));
         }
+        let n = |k: &str| e.get(k).and_then(Value::as_u64).unwrap_or(0);
+        line(format!(
+            "  clips take {} MiB of their {} MiB disk budget{}{}",
+            n("clip_budget_used_bytes") >> 20,
+            n("clip_budget_bytes") >> 20,
+            match (n("clip_budget_refused"), n("clip_budget_cut")) {
+                (0, 0) => String::new(),
+                (r, c) => format!(
+                    "; spent: {r} events got no clip, {c} clips ended early (triggers.disk_budget)"
+                ),
+            },
+            match n("events_over_cap") {
+                0 => String::new(),
+                k => format!("; {k} events past a clip's 256 not listed"),
+            }
+        ));
         for ev in e
             .get("recent")
             .and_then(Value::as_array)
@@ -1209,6 +1272,7 @@ mod tests {
             last_fault: None,
             events: None,
             ros: None,
+            controls: None,
         }
     }
 

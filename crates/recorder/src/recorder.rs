@@ -442,6 +442,7 @@ impl Recorder {
                 compression: opts.compression,
                 library: opts.library.clone(),
                 events_topic,
+                budget: crate::events::budget::ClipBudget::new(plan.disk_budget),
             };
             events_stage = Some(spawn_stage(
                 "events",

@@ -191,6 +191,7 @@ fn options(root: &Path, rules: Vec<RulePlan>) -> RecorderOptions {
             pre_ns: 1_000 * MS,
             post_ns: 1_000 * MS,
             memory_budget: 32 << 20,
+            disk_budget: 1 << 30,
             rules,
         }),
         watch: Default::default(),
@@ -445,22 +446,26 @@ fn ctl_trigger_makes_a_clip_with_its_reason() {
     assert!(!cont.topics.contains_key("/imu"));
 }
 
-/// A 1 MiB message every 10 ms on `/bulk`: about 100 MB/s offered.
-struct Bulk;
+/// An incompressible message of `size` bytes every 10 ms on `topic`: a
+/// 1 MiB `/bulk` is about 100 MB/s offered.
+struct Bulk {
+    topic: &'static str,
+    size: usize,
+}
 
 impl Source for Bulk {
     fn name(&self) -> String {
-        "/bulk".into()
+        self.topic.into()
     }
     fn run(&mut self, sink: &SourceSink, stop: &Stop) -> Result<(), SourceError> {
-        let ch = sink.register(spec("/bulk", "test_msgs/msg/Count", "uint64 n\n"))?;
+        let ch = sink.register(spec(self.topic, "test_msgs/msg/Count", "uint64 n\n"))?;
         let mut n = 0u64;
         while !stop.wait_timeout(Duration::from_millis(10)) {
             let t = sink.now_ns();
             let mut payload = n.to_le_bytes().to_vec();
             // Incompressible: the file system fills as fast as offered.
             let mut x = n.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-            payload.extend((0..(1 << 20)).map(|_| {
+            payload.extend((0..self.size).map(|_| {
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;
@@ -519,7 +524,10 @@ fn a_full_disk_deletes_segments_before_the_clip() {
         plan.continuous = ["/bulk".to_owned()].into();
     }
     let sources: Vec<Box<dyn Source>> = vec![
-        Box::new(Bulk),
+        Box::new(Bulk {
+            topic: "/bulk",
+            size: 1 << 20,
+        }),
         Box::new(Counter {
             topic: "/imu",
             period: Duration::from_millis(1),
@@ -648,4 +656,110 @@ fn a_periodic_sample_makes_a_clip_each_period() {
             .iter()
             .all(|m| m.log_time + 200 * MS >= at && m.log_time <= at + 200 * MS));
     }
+}
+
+/// Bytes of every file under `dir`, two levels down (the clips).
+fn events_bytes(dir: &Path) -> u64 {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    rd.flatten()
+        .map(|e| {
+            let m = e.metadata().unwrap();
+            if m.is_dir() {
+                events_bytes(&e.path())
+            } else {
+                m.len()
+            }
+        })
+        .sum()
+}
+
+/// A trigger flood against a small disk budget: `/noise` (64 KiB of
+/// incompressible data every 10 ms, about 6.5 MB/s) in clips with 1 s
+/// of pre-roll, 100 triggers a second for 3 s, an 8 MiB budget. The one
+/// clip ends where the budget is spent (its metadata says why), every
+/// later event gets no clip, and both are counted; the clips on disk stay
+/// within the budget.
+#[test]
+fn a_trigger_flood_fills_the_clip_budget_and_no_more() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut opts = options(dir.path(), vec![]);
+    const BUDGET: u64 = 8 << 20;
+    if let Some(plan) = opts.triggers.as_mut() {
+        plan.disk_budget = BUDGET;
+    }
+    let sources: Vec<Box<dyn Source>> = vec![Box::new(Bulk {
+        topic: "/noise",
+        size: 64 << 10,
+    })];
+    let rec = Recorder::start(opts, sources, Arc::new(SystemClock)).unwrap();
+    let status = rec.status_handle();
+    // A full pre-roll first.
+    std::thread::sleep(Duration::from_millis(1_500));
+    let mut taken = 0;
+    for _ in 0..300 {
+        taken += usize::from(status.trigger("", "flood"));
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(1_500));
+    let events = status.events().unwrap();
+    rec.stop().unwrap();
+    assert_eq!(taken, 300);
+    assert_eq!(events.budget_bytes, BUDGET);
+    assert_eq!(events.budget_cut, 1, "{events:?}");
+    assert_eq!(events.clips, 1, "{events:?}");
+    // The clip took the events until it was cut; every one after that
+    // got none.
+    let clips = clips(dir.path());
+    assert_eq!(clips.len(), 1, "{clips:?}");
+    let rb = edgerec_testkit::mcap_readback(&clip_file(&clips[0])).unwrap();
+    let listed: u64 = rb.metadata["edgerec.clip"]["events"].parse().unwrap();
+    assert!((1..300).contains(&listed), "{listed}");
+    assert_eq!(events.budget_refused + listed, 300, "{events:?}");
+    let note = &rb.metadata["edgerec.clip"]["cut_short"];
+    assert!(note.contains("triggers.disk_budget"), "{note}");
+    let on_disk = events_bytes(&dir.path().join("events"));
+    assert!(
+        on_disk <= BUDGET,
+        "{on_disk} bytes of clips, budget {BUDGET}"
+    );
+    // Most of the budget holds data: the clip was not cut early.
+    assert!(on_disk > BUDGET / 2, "{on_disk} bytes of clips");
+    let noise = rb.messages.iter().filter(|m| m.topic == "/noise").count();
+    assert!(noise >= 60, "{noise} messages in the clip");
+}
+
+/// One clip lists at most 256 events: 300 overlapping triggers make one
+/// clip listing 256, the other 44 counted in its metadata and the status.
+#[test]
+fn a_clip_lists_at_most_256_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = Recorder::start(
+        options(dir.path(), vec![]),
+        vec![Box::new(Counter {
+            topic: "/imu",
+            period: Duration::from_millis(1),
+            size: 64,
+            video: false,
+            sent: None,
+        })],
+        Arc::new(SystemClock),
+    )
+    .unwrap();
+    let status = rec.status_handle();
+    for _ in 0..300 {
+        assert!(status.trigger("", "again"));
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    std::thread::sleep(Duration::from_millis(1_800));
+    let events = status.events().unwrap();
+    let report = rec.stop().unwrap();
+    assert_eq!(report.status.drops(), 0);
+    assert_eq!(events.events_over_cap, 44, "{events:?}");
+    let clips = clips(dir.path());
+    assert_eq!(clips.len(), 1, "{clips:?}");
+    let rb = edgerec_testkit::mcap_readback(&clip_file(&clips[0])).unwrap();
+    assert_eq!(rb.metadata["edgerec.clip"]["events"], "256");
+    assert_eq!(rb.metadata["edgerec.clip"]["events_over_cap"], "44");
 }

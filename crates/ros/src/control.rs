@@ -25,6 +25,10 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::{Arc, OnceLock};
+use std::time::Instant;
+
+use crate::rate_limit::{RateLimiter, RateLimits, Refusals, Requester};
 
 /// One operator command.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -475,8 +479,42 @@ pub trait Controls: Send + Sync {
 }
 
 /// The controls, set once the recorder runs (the ROS source starts
-/// before it, and answers "not ready" until then).
-pub type ControlSlot = std::sync::Arc<std::sync::OnceLock<std::sync::Arc<dyn Controls>>>;
+/// before it, and answers "not ready" until then), and the rate limits
+/// every way in shares: a requester's triggers count the same on the
+/// socket and on the ROS 2 services.
+#[derive(Clone, Default)]
+pub struct ControlSlot(Arc<SlotInner>);
+
+#[derive(Default)]
+struct SlotInner {
+    controls: OnceLock<Arc<dyn Controls>>,
+    limiter: RateLimiter,
+}
+
+impl ControlSlot {
+    /// An empty slot whose work-making commands are held to `limits`.
+    pub fn new(limits: RateLimits) -> Self {
+        ControlSlot(Arc::new(SlotInner {
+            controls: OnceLock::new(),
+            limiter: RateLimiter::new(limits),
+        }))
+    }
+
+    /// Sets the controls once the recorder runs; false when already set.
+    pub fn set(&self, controls: Arc<dyn Controls>) -> bool {
+        self.0.controls.set(controls).is_ok()
+    }
+
+    /// What the rate limits refused since the start.
+    pub fn refusals(&self) -> Refusals {
+        self.0.limiter.refusals()
+    }
+
+    /// The rate limits in force.
+    pub fn limits(&self) -> RateLimits {
+        self.0.limiter.limits()
+    }
+}
 
 /// The outcome of one command, for the socket's JSON line and the ROS
 /// services' responses.
@@ -543,17 +581,27 @@ pub fn execute(c: &dyn Controls, cmd: &Command) -> Reply {
     }
 }
 
-/// Carries out `cmd` with the controls in `slot`, or says they are not
-/// ready yet.
-pub fn execute_in(slot: &ControlSlot, cmd: &Command) -> Reply {
-    match slot.get() {
-        Some(c) => execute(c.as_ref(), cmd),
-        None => Reply {
+/// Carries out `cmd` from `who` with the controls in `slot`, or says
+/// they are not ready yet, or that `who` is over its rate limit (for the
+/// commands that make work: `trigger` and `split`).
+pub fn execute_in(slot: &ControlSlot, cmd: &Command, who: &Requester) -> Reply {
+    let Some(c) = slot.0.controls.get() else {
+        return Reply {
             ok: false,
             paused: false,
             message: "the recorder is still starting; try again".into(),
-        },
+        };
+    };
+    if matches!(cmd, Command::Trigger { .. } | Command::Split) {
+        if let Err(refused) = slot.0.limiter.check(who, cmd.verb(), Instant::now()) {
+            return Reply {
+                ok: false,
+                paused: c.is_paused(),
+                message: refused.to_string(),
+            };
+        }
     }
+    execute(c.as_ref(), cmd)
 }
 
 #[cfg(test)]
@@ -600,6 +648,42 @@ mod controls_tests {
             "{\"ok\":false,\"paused\":false,\"message\":\"no trigger \\\"configured\\\"\"}"
         );
         let slot: ControlSlot = Default::default();
-        assert!(!execute_in(&slot, &Command::Pause).ok);
+        let who = Requester::Unknown;
+        assert!(!execute_in(&slot, &Command::Pause, &who).ok);
+    }
+
+    #[test]
+    fn triggers_and_splits_are_limited_per_requester_and_counted() {
+        let slot = ControlSlot::new(RateLimits {
+            per_second: 1,
+            burst: 3,
+        });
+        assert!(slot.set(Arc::new(Fake::default())));
+        assert!(!slot.set(Arc::new(Fake::default())));
+        let a = Requester::Local { uid: 1000, pid: 7 };
+        let b = Requester::RosClient { id: "0f".into() };
+        for _ in 0..3 {
+            assert!(execute_in(&slot, &Command::Split, &a).ok);
+        }
+        let r = execute_in(&slot, &Command::Split, &a);
+        assert!(!r.ok);
+        assert!(
+            r.message.starts_with("split refused: uid 1000 (pid 7)"),
+            "{}",
+            r.message
+        );
+        // Pause and resume are not limited; another requester has its own.
+        for _ in 0..10 {
+            assert!(execute_in(&slot, &Command::Pause, &a).ok);
+        }
+        assert!(execute_in(&slot, &Command::Split, &b).ok);
+        // A trigger past the limit never reaches the recorder (the fake
+        // refuses every trigger it gets with its own message).
+        let r = execute_in(&slot, &Command::trigger("x").unwrap(), &a);
+        assert!(r.message.starts_with("trigger refused"), "{}", r.message);
+        let refused = slot.refusals();
+        assert_eq!(refused.by_command["split"], 1);
+        assert_eq!(refused.by_command["trigger"], 1);
+        assert_eq!(refused.by_requester["uid 1000"], 2);
     }
 }

@@ -31,6 +31,7 @@ pub mod polled;
 pub mod qos;
 #[cfg(feature = "r2r")]
 pub mod r2r;
+pub mod rate_limit;
 pub mod selection;
 pub mod services;
 pub mod setup;

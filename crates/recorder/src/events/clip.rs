@@ -26,6 +26,12 @@ use crate::segment::utc_stamp;
 /// A chunk of a clip is written when it holds this many bytes.
 const CLIP_CHUNK: usize = 1 << 20;
 
+/// Events one clip lists; more that overlap it are counted
+/// (`events_over_cap` in its `edgerec.clip` metadata) and neither listed
+/// nor allowed to extend it, so a flood of triggers cannot keep one clip
+/// open, or its metadata growing, without end.
+pub const MAX_CLIP_EVENTS: usize = 256;
+
 /// What a clip's Metadata record `edgerec.event` says of one event.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EventInfo {
@@ -107,6 +113,14 @@ pub(crate) struct Clip {
     /// What was cut short, and why (for `edgerec.clip`).
     pub(crate) notes: Vec<String>,
     pub(crate) messages: u64,
+    /// Events that overlapped it past [`MAX_CLIP_EVENTS`].
+    pub(crate) events_over_cap: u64,
+    /// Bytes the file may reach (its share of `triggers.disk_budget`).
+    limit: u64,
+    /// The limit was reached: nothing more is written.
+    full: bool,
+    /// Log time of the last message written.
+    last_log_time: Option<u64>,
 }
 
 /// The directory of a new clip of `rule` triggered at `at_ns`:
@@ -171,7 +185,39 @@ impl Clip {
             events: vec![first],
             notes: Vec::new(),
             messages: 0,
+            events_over_cap: 0,
+            limit: u64::MAX,
+            full: false,
+            last_log_time: None,
         })
+    }
+
+    /// The file may reach `bytes` (its share of the disk budget); past
+    /// that the clip ends.
+    pub(crate) fn set_limit(&mut self, bytes: u64) {
+        self.limit = bytes;
+    }
+
+    /// Bytes written so far, with the chunk being filled (before
+    /// compression: an upper bound).
+    pub(crate) fn bytes(&self) -> u64 {
+        self.mcap.position() + self.builder.len() as u64
+    }
+
+    /// The clip reached its limit and ended there.
+    pub(crate) fn is_full(&self) -> bool {
+        self.full
+    }
+
+    /// Adds an event that overlaps it, or counts it when the clip lists
+    /// [`MAX_CLIP_EVENTS`] already (false: it must not extend the clip).
+    pub(crate) fn add_event(&mut self, e: EventInfo) -> bool {
+        if self.events.len() >= MAX_CLIP_EVENTS {
+            self.events_over_cap += 1;
+            return false;
+        }
+        self.events.push(e);
+        true
     }
 
     /// The clip's directory.
@@ -251,6 +297,23 @@ impl Clip {
     }
 
     fn write(&mut self, m: &RingMessage) -> Result<(), ClipError> {
+        if self.full {
+            return Ok(());
+        }
+        // Record overhead is a few dozen bytes; 64 covers it.
+        if self.bytes() + m.payload.len() as u64 + 64 > self.limit {
+            self.full = true;
+            let end = self.last_log_time.unwrap_or(self.start);
+            self.end = Some(end);
+            self.notes.push(format!(
+                "the event clips' disk budget (triggers.disk_budget) is spent: the clip ends at {} \
+                 ({} bytes)",
+                utc_stamp(end),
+                self.bytes()
+            ));
+            return Ok(());
+        }
+        self.last_log_time = Some(self.last_log_time.map_or(m.log_time, |t| t.max(m.log_time)));
         self.builder.push(
             m.channel,
             m.sequence,
@@ -302,6 +365,10 @@ impl Clip {
             self.end.map_or(String::new(), |e| e.to_string()),
         );
         clip.insert("events".to_owned(), self.events.len().to_string());
+        clip.insert(
+            "events_over_cap".to_owned(),
+            self.events_over_cap.to_string(),
+        );
         clip.insert("cut_short".to_owned(), self.notes.join("; "));
         self.mcap
             .write_metadata("edgerec.clip", &clip)

@@ -9,9 +9,11 @@
 //! - [`rules`]: the `[[trigger]]` rules, compiled against each topic's
 //!   message definition once the channel appears, fed every message;
 //! - [`clip`]: one clip's bag directory on disk;
+//! - [`budget`]: the clips' own disk budget (`triggers.disk_budget`);
 //! - [`stage`]: the `events` stage thread that ties them together, fed
 //!   by the chunker through a [`Lane`] that never blocks it.
 
+pub mod budget;
 pub mod clip;
 pub mod lane;
 pub mod plan;

@@ -53,6 +53,8 @@ pub struct TriggerPlan {
     pub post_ns: u64,
     /// `triggers.memory_budget`, bytes.
     pub memory_budget: u64,
+    /// `triggers.disk_budget`: bytes the clips may take on disk together.
+    pub disk_budget: u64,
     /// The rules.
     pub rules: Vec<RulePlan>,
 }
@@ -75,6 +77,7 @@ impl TriggerPlan {
             pre_ns: ns(t.pre),
             post_ns: ns(t.post),
             memory_budget: t.memory_budget,
+            disk_budget: t.disk_budget,
             rules: cfg
                 .trigger
                 .iter()

@@ -19,6 +19,7 @@ use std::time::{Duration, Instant};
 use edgerec_format::chunk::Compression;
 use edgerec_source::{ChannelId, Envelope, Intake, SourceSink};
 
+use super::budget::ClipBudget;
 use super::clip::{Clip, EventInfo};
 use super::lane::{Input, Lane};
 use super::plan::TriggerPlan;
@@ -54,6 +55,8 @@ pub(crate) struct EventsStage {
     pub(crate) library: String,
     /// `/edgerec/events` in the continuous bag.
     pub(crate) events_topic: Option<(SourceSink, ChannelId)>,
+    /// The clips' disk budget.
+    pub(crate) budget: ClipBudget,
 }
 
 /// An event being added to a clip.
@@ -82,6 +85,7 @@ impl EventsStage {
     /// aborts.
     pub(crate) fn run(mut self, beat: &StageBeat) {
         let mut ring = Ring::new(self.plan.longest_pre_ns(), self.plan.memory_budget);
+        self.budget.refresh(&self.plan.events_root, Instant::now());
         let mut latched: BTreeMap<u16, RingMessage> = BTreeMap::new();
         let mut open: Option<Open> = None;
         let mut fires = Vec::new();
@@ -182,9 +186,27 @@ impl EventsStage {
                     self.finish(o, beat);
                 }
             }
+            // A clip that spent the budget ends where it stopped.
+            if open.as_ref().is_some_and(|o| o.clip.is_full()) {
+                if let Some(o) = open.take() {
+                    tracing::warn!(
+                        "event clip {}: the clips' disk budget (triggers.disk_budget, {} MiB) \
+                         is spent; the clip ends here and new clips are refused until clips \
+                         are offloaded or deleted",
+                        o.clip.dir().display(),
+                        self.budget.limit() >> 20
+                    );
+                    lock(&self.status).budget_cut += 1;
+                    self.finish(o, beat);
+                }
+            }
             if shown.elapsed() >= STATUS_EVERY {
                 shown = Instant::now();
-                lock(&self.status).ring = ring.stats();
+                let open_bytes = open.as_ref().map_or(0, |o| o.clip.bytes());
+                let mut st = lock(&self.status);
+                st.ring = ring.stats();
+                st.budget_bytes = self.budget.limit();
+                st.budget_used_bytes = self.budget.used().saturating_add(open_bytes);
             }
         }
         // The recording ends: the open clip keeps what it has.
@@ -348,6 +370,22 @@ impl EventsStage {
             if let Some(o) = open.take() {
                 self.finish(o, beat);
             }
+            let now = Instant::now();
+            self.budget.refresh(&self.plan.events_root, now);
+            let Some(room) = self.budget.room_for_a_clip() else {
+                lock(&self.status).budget_refused += 1;
+                if self.budget.should_warn(now) {
+                    tracing::warn!(
+                        "event {}: no clip: the clips' disk budget (triggers.disk_budget, {} MiB) \
+                         is spent ({} MiB in {}); offload or delete clips, or raise the budget",
+                        ev.info.rule,
+                        self.budget.limit() >> 20,
+                        self.budget.used() >> 20,
+                        self.plan.events_root.display()
+                    );
+                }
+                return;
+            };
             let clip = Clip::create(
                 &self.plan.events_root,
                 ev.info.clone(),
@@ -357,7 +395,8 @@ impl EventsStage {
                 &self.library,
             );
             match clip {
-                Ok(clip) => {
+                Ok(mut clip) => {
+                    clip.set_limit(room);
                     lock(&self.status).open_clip = Some(clip.dir().to_path_buf());
                     *open = Some(Open {
                         clip,
@@ -371,7 +410,10 @@ impl EventsStage {
                 }
             }
         } else if let Some(o) = open.as_mut() {
-            o.clip.events.push(ev.info.clone());
+            if !o.clip.add_event(ev.info.clone()) {
+                lock(&self.status).events_over_cap += 1;
+                return;
+            }
             // The clip records the union of what its events ask for.
             match (&mut o.clip.topics, &ev.topics) {
                 (Some(have), Some(more)) => have.extend(more.iter().cloned()),
@@ -485,9 +527,12 @@ impl EventsStage {
     /// Finishes a clip and counts it. The final flush and `fdatasync` run
     /// beside the stage's heartbeat (a slow disk is not a stall), for at
     /// most [`FINISH_ALLOWANCE`].
-    fn finish(&self, o: Open, beat: &StageBeat) {
+    fn finish(&mut self, o: Open, beat: &StageBeat) {
         let dir = o.clip.dir().to_path_buf();
         let messages = o.clip.messages;
+        // What the finish adds is within the reserve it was kept.
+        self.budget
+            .finished(o.clip.bytes() + super::budget::FINISH_RESERVE);
         let clip = o.clip;
         match beating_while(beat, "edgerec-events", FINISH_ALLOWANCE, move || {
             clip.finish()

@@ -44,6 +44,17 @@ pub struct EventsStatus {
     pub lane_dropped: u64,
     /// Clip write failures.
     pub clip_errors: Vec<String>,
+    /// `triggers.disk_budget`, bytes.
+    pub budget_bytes: u64,
+    /// What the clips on disk take of it, bytes.
+    pub budget_used_bytes: u64,
+    /// Events that got no clip because the budget was spent.
+    pub budget_refused: u64,
+    /// Clips that ended early because the budget was spent.
+    pub budget_cut: u64,
+    /// Events that overlapped a clip already listing the most it lists
+    /// (counted, not listed, not extending it).
+    pub events_over_cap: u64,
 }
 
 impl EventsStatus {

@@ -278,6 +278,22 @@ pub struct RawSample {
     pub publication_handle: u64,
 }
 
+/// The GUID (16 bytes) of the remote writer `handle` matched with
+/// `reader`, as discovery announced it; `None` once it is gone.
+pub fn matched_writer_guid(reader: dds_entity_t, handle: u64) -> Option<[u8; 16]> {
+    // SAFETY: Cyclone returns a newly allocated endpoint (or null), which
+    // is read once and freed with its own function.
+    unsafe {
+        let e = dds_get_matched_publication_data(reader, handle);
+        if e.is_null() {
+            return None;
+        }
+        let guid = (*e).key.v;
+        dds_builtintopic_free_endpoint(e);
+        Some(guid)
+    }
+}
+
 /// Takes every sample available on `reader`, handing each one's serialized
 /// bytes (encapsulation header included) to `f`. Returns how many were
 /// taken.

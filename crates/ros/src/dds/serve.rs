@@ -6,6 +6,7 @@
 
 use super::ffi::{self, Participant, Writer};
 use crate::control::{execute_in, ControlSlot, Reply};
+use crate::rate_limit::Requester;
 use crate::services::{
     client_service_id, encode_response, parse_request, user_data, Response, ServiceKind,
 };
@@ -53,8 +54,10 @@ impl Services {
     pub fn serve(&self) -> Result<(), RosError> {
         for e in &self.endpoints {
             let mut requests = Vec::new();
-            ffi::take_raw(e.requests, |_, bytes| requests.push(bytes.to_vec()));
-            for bytes in requests {
+            ffi::take_raw(e.requests, |info, bytes| {
+                requests.push((info.publication_handle, bytes.to_vec()))
+            });
+            for (writer, bytes) in requests {
                 let req = match parse_request(e.kind, &bytes) {
                     Ok(r) => r,
                     Err(err) => {
@@ -65,8 +68,13 @@ impl Services {
                         continue;
                     }
                 };
-                let reply = execute_in(&self.slot, &req.command());
-                tracing::info!("~/{} (ROS 2 service): {}", e.kind.name(), reply.message);
+                let who = requester(e.requests, writer);
+                let reply = execute_in(&self.slot, &req.command(), &who);
+                tracing::info!(
+                    "~/{} (ROS 2 service, {who}): {}",
+                    e.kind.name(),
+                    reply.message
+                );
                 let response = response_for(e.kind, &reply);
                 match encode_response(e.kind, req.header, &response) {
                     Ok(out) => e.replies.write(&out)?,
@@ -76,6 +84,17 @@ impl Services {
         }
         Ok(())
     }
+}
+
+/// Who sent a request: the GUID of the writer that sent it (from the
+/// sample's own information, not from the request's bytes, which the
+/// client writes), or its handle when discovery no longer knows it.
+fn requester(reader: cyclors::dds_entity_t, writer: u64) -> Requester {
+    let id = match ffi::matched_writer_guid(reader, writer) {
+        Some(guid) => guid.iter().map(|b| format!("{b:02x}")).collect(),
+        None => format!("handle {writer:016x}"),
+    };
+    Requester::RosClient { id }
 }
 
 fn response_for(kind: ServiceKind, r: &Reply) -> Response {
