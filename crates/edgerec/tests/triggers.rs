@@ -885,24 +885,16 @@ fn mixed_mode_records_the_imu_all_the_time_and_the_lidar_in_clips() {
 )]
 fn peak_rss(s: &Setup, secs: u32) -> (u64, serde_json::Value) {
     let child = s.spawn(secs);
-    let pid = child.id() as libc::pid_t;
     let mut last = serde_json::Value::Null;
     let t = Instant::now();
     loop {
-        let mut st = 0;
-        // SAFETY: zeroed rusage is valid; wait4 fills it for our child.
-        let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-        // SAFETY: as above; the pointers are valid for the call.
-        let r = unsafe { libc::wait4(pid, &mut st, libc::WNOHANG, &mut ru) };
-        assert!(r >= 0, "wait4: {}", std::io::Error::last_os_error());
-        if r == pid {
+        if let Some((st, kib)) = edgerec_testkit::reap_with_peak_rss(child.id()).unwrap() {
             assert!(
                 libc::WIFEXITED(st) && libc::WEXITSTATUS(st) == 0,
                 "edgerec run: wait status {st:#x}\n{}",
                 s.log()
             );
-            // ru_maxrss is in KiB on Linux.
-            return (ru.ru_maxrss as u64, last);
+            return (kib, last);
         }
         assert!(t.elapsed() < Duration::from_secs(secs as u64 + 30));
         if let Some(v) = s.status().filter(|v| v["events"].is_object()) {

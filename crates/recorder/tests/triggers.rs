@@ -658,23 +658,6 @@ fn a_periodic_sample_makes_a_clip_each_period() {
     }
 }
 
-/// Bytes of every file under `dir`, two levels down (the clips).
-fn events_bytes(dir: &Path) -> u64 {
-    let Ok(rd) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    rd.flatten()
-        .map(|e| {
-            let m = e.metadata().unwrap();
-            if m.is_dir() {
-                events_bytes(&e.path())
-            } else {
-                m.len()
-            }
-        })
-        .sum()
-}
-
 /// A trigger flood against a small disk budget: `/noise` (64 KiB of
 /// incompressible data every 10 ms, about 6.5 MB/s) in clips with 1 s
 /// of pre-roll, 100 triggers a second for 3 s, an 8 MiB budget. The one
@@ -719,7 +702,7 @@ fn a_trigger_flood_fills_the_clip_budget_and_no_more() {
     assert_eq!(events.budget_refused + listed, 300, "{events:?}");
     let note = &rb.metadata["edgerec.clip"]["cut_short"];
     assert!(note.contains("triggers.disk_budget"), "{note}");
-    let on_disk = events_bytes(&dir.path().join("events"));
+    let on_disk = edgerec_testkit::tree_bytes(&dir.path().join("events"));
     assert!(
         on_disk <= BUDGET,
         "{on_disk} bytes of clips, budget {BUDGET}"

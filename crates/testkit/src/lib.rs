@@ -213,6 +213,43 @@ pub fn free_bytes(p: &Path) -> u64 {
     st.f_bavail as u64 * st.f_frsize as u64
 }
 
+/// Bytes of every regular file under `dir`, at any depth, not following
+/// links; 0 when `dir` cannot be read.
+pub fn tree_bytes(dir: &Path) -> u64 {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    rd.flatten()
+        .filter_map(|e| Some((std::fs::symlink_metadata(e.path()).ok()?, e.path())))
+        .map(|(m, p)| {
+            if m.is_dir() {
+                tree_bytes(&p)
+            } else if m.is_file() {
+                m.len()
+            } else {
+                0
+            }
+        })
+        .sum()
+}
+
+/// One `wait4(pid, WNOHANG)` on a child of this process: once it has
+/// ended, it is reaped and this returns its wait status and its peak RSS
+/// in KiB (the kernel's `ru_maxrss`, its VmHWM); `None` while it runs.
+pub fn reap_with_peak_rss(pid: u32) -> std::io::Result<Option<(i32, u64)>> {
+    let pid = pid as libc::pid_t;
+    let mut st = 0;
+    // SAFETY: a zeroed rusage is valid; wait4 fills it for our child.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; the pointers are valid for the call.
+    let r = unsafe { libc::wait4(pid, &mut st, libc::WNOHANG, &mut ru) };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // ru_maxrss is in KiB on Linux.
+    Ok((r == pid).then_some((st, ru.ru_maxrss as u64)))
+}
+
 /// Waits until a recording under `root` has opened its first segment (a
 /// `*.mcap.active` file in a session directory below `root`), polling
 /// every 20 ms; false when `limit` passes first. Tests that signal a
