@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use crate::bus::{self, CanConfig, UdpConfig};
 use crate::checks;
+use crate::offload;
 use crate::readers;
 use crate::schema::{
     array_of_tables, boolean, bytes, choice, duration, hours, int, mins, ms, non_empty_path, ns,
@@ -17,8 +18,8 @@ use crate::schema::{
     MIB, TIB,
 };
 use crate::values::{
-    CameraSourceKind, ClockSourceKind, Compression, EncoderChoice, GpioEdge, Located, Rate,
-    RateControl, RecordingMode, RosDistro, SourceFault, StorageBackend, SyntheticKind,
+    Addressing, CameraSourceKind, ClockSourceKind, Compression, EncoderChoice, GpioEdge, Located,
+    Rate, RateControl, RecordingMode, RosDistro, SourceFault, StorageBackend, SyntheticKind,
 };
 use crate::voltage::VoltageProfile;
 
@@ -67,7 +68,55 @@ section! {
         /// `[[trigger]]`: rules that record an event clip. Default none.
         trigger: Vec<TriggerConfig> = Vec::new(), array_of_tables("rule", checks::unique_trigger),
             then checks::triggers_fit_the_mode;
+        /// `[offload]`: where `edgerec upload` sends recordings.
+        offload: OffloadConfig = OffloadConfig::default(), table();
     }
+}
+
+section! {
+    /// `[offload]`: the S3-compatible object store recordings are sent to
+    /// (`edgerec upload`).
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct OffloadConfig with Default {
+        /// The store's URL (`https://s3.eu-central-1.amazonaws.com`,
+        /// `https://minio.fleet.example:9000`); empty = no store (default).
+        endpoint: String = String::new(), read(offload::offload_endpoint);
+        /// The bucket: 3 to 63 lowercase letters, digits, `.` and `-`.
+        bucket: String = String::new(), read(offload::bucket_name);
+        /// The region signed into each request. Default `us-east-1`.
+        region: String = "us-east-1".to_owned(), read(offload::region);
+        /// `path` (`endpoint/bucket/key`: MinIO, Ceph, most servers) or
+        /// `virtual` (`bucket.endpoint/key`: AWS). Default `path`.
+        addressing: Addressing = Addressing::Path, choice(&Addressing::ALL, Addressing::as_str);
+        /// Each file's object key: `{vehicle}`, `{session}` (the bag
+        /// directory's name), `{file}` and `{date}` (the session's UTC
+        /// date, `YYYY-MM-DD`); must hold `{file}`. Default
+        /// `{vehicle}/{session}/{file}`.
+        key_template: String = "{vehicle}/{session}/{file}".to_owned(), read(offload::key_template);
+        /// This vehicle's name in keys: letters, digits, `.`, `_` and `-`;
+        /// empty = the host name (default).
+        vehicle_id: String = String::new(), read(offload::vehicle_id);
+        /// The credentials, in the AWS shared-credentials format
+        /// (`aws_access_key_id`, `aws_secret_access_key`, optionally
+        /// `aws_session_token`), readable by its owner only; without it,
+        /// `AWS_ACCESS_KEY_ID` and `AWS_SECRET_ACCESS_KEY` from the
+        /// environment. Default `/data/edgerec/offload-credentials`.
+        credentials_file: PathBuf = PathBuf::from("/data/edgerec/offload-credentials"), path();
+        /// The profile (`[name]`) read from it. Default `default`.
+        profile: String = "default".to_owned(), string();
+        /// Files larger than this go in parts of this size (multipart);
+        /// 5 MiB to 5 GiB. Default 16 MiB.
+        part_size: u64 = 16 * MIB, size(5 * MIB..=5 * GIB);
+        /// Parts sent at once; 1 to 64. Default 4.
+        concurrency: u32 = 4, int(1..=64);
+        /// Allow an `http://` endpoint (no TLS: the data and the signed
+        /// requests cross the network in the clear). Default false.
+        allow_http: bool = false, boolean();
+        /// PEM file of the CA certificates the store's certificate must
+        /// chain to; empty = the system's (default).
+        ca_file: PathBuf = PathBuf::new(), path();
+    }
+    check offload::offload_endpoint_scheme;
 }
 
 section! {

@@ -73,6 +73,7 @@ mod config;
 mod document;
 mod error;
 pub mod gst_chain;
+mod offload;
 mod readers;
 mod schema;
 mod units;
@@ -84,14 +85,14 @@ use std::path::Path;
 pub use bus::{CanConfig, CanFilter, PacketDecoder, PacketSender, UdpConfig};
 pub use config::{
     CameraConfig, ClockConfig, Config, HealthConfig, LedsConfig, McapConfig, MetricsConfig,
-    PipelineConfig, RecordingConfig, RetentionConfig, RosConfig, RosQos, SegmentConfig,
-    SourcesConfig, StorageConfig, SyntheticChannel, TriggerConfig, TriggersConfig,
+    OffloadConfig, PipelineConfig, RecordingConfig, RetentionConfig, RosConfig, RosQos,
+    SegmentConfig, SourcesConfig, StorageConfig, SyntheticChannel, TriggerConfig, TriggersConfig,
 };
 pub use error::ConfigError;
 pub use units::{parse_duration, parse_size, UnitError};
 pub use values::{
-    CameraSourceKind, ClockSourceKind, Compression, EncoderChoice, GpioEdge, Located, Rate,
-    RateControl, RecordingMode, RosDistro, SourceFault, StorageBackend, SyntheticKind,
+    Addressing, CameraSourceKind, ClockSourceKind, Compression, EncoderChoice, GpioEdge, Located,
+    Rate, RateControl, RecordingMode, RosDistro, SourceFault, StorageBackend, SyntheticKind,
     HEALTH_CONDITIONS, HEALTH_STATES,
 };
 pub use voltage::{VoltageProfile, VoltageProfileError, VoltageStep};

@@ -455,6 +455,28 @@ impl Located {
     }
 }
 
+/// How an object store's URLs name the bucket (`offload.addressing`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Addressing {
+    /// `endpoint/bucket/key`.
+    Path,
+    /// `bucket.endpoint/key`.
+    Virtual,
+}
+
+impl Addressing {
+    /// Every way, in the order the TOML spellings are listed.
+    pub const ALL: [Addressing; 2] = [Addressing::Path, Addressing::Virtual];
+
+    /// The TOML spelling.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Addressing::Path => "path",
+            Addressing::Virtual => "virtual",
+        }
+    }
+}
+
 /// The edge of a GPIO line that fires a trigger (`trigger[].edge`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GpioEdge {

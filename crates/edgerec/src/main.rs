@@ -33,6 +33,7 @@ mod gpio_triggers;
 mod health_triggers;
 mod record_cmd;
 mod ros;
+mod upload_cmd;
 
 /// sysexits EX_CONFIG: the configuration is wrong; nothing was created.
 const EXIT_CONFIG: u8 = 78;
@@ -167,6 +168,26 @@ enum Cmd {
         #[arg(long)]
         fallback: Option<PathBuf>,
     },
+    /// Send bag directories (or files) to the S3-compatible object store
+    /// of `[offload]`: each file once (what the store holds already, same
+    /// SHA-256, is skipped), large files in parts with a Content-MD5 each,
+    /// `metadata.yaml` of a bag last. Exit 0 when every file is there, 1
+    /// when one could not be sent, 78 for a configuration or credentials
+    /// error.
+    #[command(
+        after_help = "Example:\n  edgerec upload --config /data/edgerec/edgerec.toml /data/edgerec/recordings/demo_20261206T101500Z"
+    )]
+    Upload {
+        /// The configuration whose `[offload]` to use.
+        #[arg(long, short, default_value = "/data/edgerec/edgerec.toml")]
+        config: PathBuf,
+        /// No progress line, only the summary.
+        #[arg(long, short)]
+        quiet: bool,
+        /// Bag directories and files.
+        #[arg(required = true, num_args = 1..)]
+        paths: Vec<PathBuf>,
+    },
     /// Give a running recorder a command over its control socket
     /// (`health.control_socket`): pause, resume, split, is-paused, or
     /// trigger [--name NAME] [--reason TEXT] (an event clip, in
@@ -296,6 +317,11 @@ fn main() -> ExitCode {
             socket,
             command,
         } => ctl_cmd(&config, socket.as_deref(), &command),
+        Cmd::Upload {
+            config,
+            quiet,
+            paths,
+        } => upload_cmd::run(&config, &paths, quiet),
         Cmd::Completions { shell } => {
             cli_docs::completions(Cli::command(), shell, &mut std::io::stdout().lock());
             ExitCode::SUCCESS

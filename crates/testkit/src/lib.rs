@@ -12,6 +12,7 @@
 pub mod limit;
 pub mod netns;
 pub mod ros1;
+pub mod s3;
 pub mod skip;
 
 pub use limit::time_limit;

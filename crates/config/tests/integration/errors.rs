@@ -80,7 +80,7 @@ fn unknown_table() {
         (4, 2),
         Some("strorage"),
         "unknown key",
-        Some("did you mean `storage`? (valid keys: recording, storage, mcap, pipeline, sources, ros, segment, retention, clock, health, metrics, leds, camera, can, udp, triggers, trigger)"),
+        Some("did you mean `storage`? (valid keys: recording, storage, mcap, pipeline, sources, ros, segment, retention, clock, health, metrics, leds, camera, can, udp, triggers, trigger, offload)"),
     );
 }
 
@@ -118,7 +118,7 @@ fn unknown_key_that_belongs_in_another_table() {
         (2, 1),
         Some("root"),
         "unknown key",
-        Some("`root` belongs in [recording], not the top level (valid keys here: recording, storage, mcap, pipeline, sources, ros, segment, retention, clock, health, metrics, leds, camera, can, udp, triggers, trigger)"),
+        Some("`root` belongs in [recording], not the top level (valid keys here: recording, storage, mcap, pipeline, sources, ros, segment, retention, clock, health, metrics, leds, camera, can, udp, triggers, trigger, offload)"),
     );
 }
 
@@ -962,4 +962,39 @@ fn the_toml_edit_span_panic_is_a_syntax_error() {
     assert_eq!(err.path, PathBuf::from("edgerec.toml"), "{err}");
     assert_eq!((err.line, err.column), (Some(1), Some(2)), "{err}");
     assert!(err.message.contains('='), "{err}");
+}
+
+#[test]
+fn offload_keys_say_what_is_wrong() {
+    let cases = [
+        ("endpoint = \"s3.example.com\"", "starts with https://"),
+        ("endpoint = \"https://\"", "has no host"),
+        ("endpoint = \"http://minio:9000\"", "in the clear"),
+        ("bucket = \"Fleet_Recordings\"", "is not a bucket name"),
+        ("region = \"eu central\"", "is not a region"),
+        ("key_template = \"{vehicle}/{session}\"", "has no {file}"),
+        (
+            "key_template = \"{vehicle}/{when}/{file}\"",
+            "unknown placeholder `{when}`",
+        ),
+        ("key_template = \"/{file}\"", "no leading `/`"),
+        ("vehicle_id = \"robot 7\"", "is not a vehicle id"),
+        ("addressing = \"host\"", "addressing"),
+        ("part_size = \"1MiB\"", "part_size"),
+        ("concurrency = 0", "concurrency"),
+    ];
+    for (line, want) in cases {
+        let text = format!("[offload]\n{line}\n");
+        let err = edgerec_config::Config::parse(&text, std::path::Path::new("edgerec.toml"))
+            .expect_err(line);
+        let shown = err.to_string();
+        assert!(shown.contains(want), "{line}: {shown}");
+        assert!(shown.starts_with("edgerec.toml:2:"), "{line}: {shown}");
+    }
+    let ok = edgerec_config::Config::parse(
+        "[offload]\nendpoint = \"http://127.0.0.1:9000/\"\nallow_http = true\nbucket = \"a.b-c\"\n",
+        std::path::Path::new("edgerec.toml"),
+    )
+    .unwrap();
+    assert_eq!(ok.offload.endpoint, "http://127.0.0.1:9000");
 }

@@ -5,10 +5,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use edgerec_config::{
-    CameraConfig, ClockConfig, ClockSourceKind, Compression, Config, EncoderChoice, HealthConfig,
-    LedsConfig, McapConfig, MetricsConfig, PipelineConfig, Rate, RecordingConfig, RecordingMode,
-    RetentionConfig, RosConfig, RosDistro, SegmentConfig, SourcesConfig, StorageBackend,
-    StorageConfig, SyntheticChannel, SyntheticKind, TriggersConfig,
+    Addressing, CameraConfig, ClockConfig, ClockSourceKind, Compression, Config, EncoderChoice,
+    HealthConfig, LedsConfig, McapConfig, MetricsConfig, OffloadConfig, PipelineConfig, Rate,
+    RecordingConfig, RecordingMode, RetentionConfig, RosConfig, RosDistro, SegmentConfig,
+    SourcesConfig, StorageBackend, StorageConfig, SyntheticChannel, SyntheticKind, TriggersConfig,
 };
 
 fn config_file(name: &str) -> PathBuf {
@@ -137,6 +137,20 @@ fn defaults_are_the_documented_values() {
             cooldown: Duration::ZERO,
         },
         trigger: vec![],
+        offload: OffloadConfig {
+            endpoint: String::new(),
+            bucket: String::new(),
+            region: "us-east-1".to_owned(),
+            addressing: Addressing::Path,
+            key_template: "{vehicle}/{session}/{file}".to_owned(),
+            vehicle_id: String::new(),
+            credentials_file: PathBuf::from("/data/edgerec/offload-credentials"),
+            profile: "default".to_owned(),
+            part_size: 16 * mib,
+            concurrency: 4,
+            allow_http: false,
+            ca_file: PathBuf::new(),
+        },
     };
     assert_eq!(Config::default(), expected);
 }

@@ -64,6 +64,9 @@ _edgerec() {
             edgerec,status)
                 cmd="edgerec__subcmd__status"
                 ;;
+            edgerec,upload)
+                cmd="edgerec__subcmd__upload"
+                ;;
             edgerec,version)
                 cmd="edgerec__subcmd__version"
                 ;;
@@ -145,6 +148,9 @@ _edgerec() {
             edgerec__subcmd__help,status)
                 cmd="edgerec__subcmd__help__subcmd__status"
                 ;;
+            edgerec__subcmd__help,upload)
+                cmd="edgerec__subcmd__help__subcmd__upload"
+                ;;
             edgerec__subcmd__help,version)
                 cmd="edgerec__subcmd__help__subcmd__version"
                 ;;
@@ -182,7 +188,7 @@ _edgerec() {
 
     case "${cmd}" in
         edgerec)
-            opts="-h -V --help --version run record info cat convert reindex export import check recover status leds ctl completions man version help"
+            opts="-h -V --help --version run record info cat convert reindex export import check recover status leds upload ctl completions man version help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -540,7 +546,7 @@ _edgerec() {
             return 0
             ;;
         edgerec__subcmd__help)
-            opts="run record info cat convert reindex export import check recover status leds ctl completions man version help"
+            opts="run record info cat convert reindex export import check recover status leds upload ctl completions man version help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -834,6 +840,20 @@ _edgerec() {
             return 0
             ;;
         edgerec__subcmd__help__subcmd__status)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        edgerec__subcmd__help__subcmd__upload)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1173,6 +1193,28 @@ _edgerec() {
                     return 0
                     ;;
                 --socket)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        edgerec__subcmd__upload)
+            opts="-c -q -h --config --quiet --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;

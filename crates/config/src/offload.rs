@@ -1,0 +1,166 @@
+//! The readers and checks of `[offload]`: the store's URL, the bucket's
+//! and region's names, the key template and the vehicle id, each refused
+//! with what is wrong and an example that is right.
+
+use crate::document::{Cx, Field, Table};
+use crate::schema::Result;
+
+/// `offload.endpoint`: empty, or an `http://` or `https://` URL with a
+/// host and nothing after the path.
+pub(crate) fn offload_endpoint(cx: &Cx, field: &Field) -> Result<String> {
+    let url = cx.string(field)?;
+    if url.is_empty() {
+        return Ok(String::new());
+    }
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"));
+    let host = rest.map(|r| r.split(['/', '?', '#']).next().unwrap_or(""));
+    let bad = match (rest, host) {
+        (None, _) => Some("an object store's URL starts with https:// (or http://)"),
+        (_, Some("")) | (_, None) => Some("the URL has no host"),
+        (Some(r), _) if r.contains(['?', '#']) => Some("the URL has a query or a fragment"),
+        (Some(r), _) if r.chars().any(|c| c.is_whitespace() || c.is_control()) => {
+            Some("the URL holds white space")
+        }
+        _ => None,
+    };
+    match bad {
+        Some(why) => Err(cx.at(
+            field,
+            format!("`{url}` is not an object store's URL: {why}"),
+            Some("write e.g. \"https://s3.eu-central-1.amazonaws.com\" or \"https://minio.example:9000\"".to_owned()),
+        )),
+        None => Ok(url.trim_end_matches('/').to_owned()),
+    }
+}
+
+/// `offload.bucket`: S3's bucket naming rules (3 to 63 lowercase letters,
+/// digits, `.` and `-`, starting and ending with a letter or digit), or
+/// empty.
+pub(crate) fn bucket_name(cx: &Cx, field: &Field) -> Result<String> {
+    let name = cx.string(field)?;
+    let alnum = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
+    let ok = name.is_empty()
+        || ((3..=63).contains(&name.len())
+            && name.chars().all(|c| alnum(c) || c == '.' || c == '-')
+            && name.starts_with(alnum)
+            && name.ends_with(alnum)
+            && !name.contains(".."));
+    if !ok {
+        return Err(cx.at(
+            field,
+            format!("`{name}` is not a bucket name"),
+            Some(
+                "use 3 to 63 lowercase letters, digits, `.` and `-`, starting and ending with a \
+                 letter or digit (\"fleet-recordings\")"
+                    .to_owned(),
+            ),
+        ));
+    }
+    Ok(name.to_owned())
+}
+
+/// `offload.region`: letters, digits and `-` (`us-east-1`), 1 to 64.
+pub(crate) fn region(cx: &Cx, field: &Field) -> Result<String> {
+    let region = cx.string(field)?;
+    let ok = (1..=64).contains(&region.len())
+        && region
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-');
+    if !ok {
+        return Err(cx.at(
+            field,
+            format!("`{region}` is not a region"),
+            Some("write the store's region, e.g. \"eu-central-1\"; servers without regions take \"us-east-1\"".to_owned()),
+        ));
+    }
+    Ok(region.to_owned())
+}
+
+/// The placeholders `offload.key_template` may hold.
+pub const KEY_PLACEHOLDERS: [&str; 4] = ["vehicle", "session", "file", "date"];
+
+/// `offload.key_template`: text and the placeholders of
+/// [`KEY_PLACEHOLDERS`], `{file}` among them; no empty path part, no
+/// leading `/`.
+pub(crate) fn key_template(cx: &Cx, field: &Field) -> Result<String> {
+    let t = cx.string(field)?;
+    let fail = |why: String| {
+        Err(cx.at(
+            field,
+            why,
+            Some("write e.g. \"{vehicle}/{date}/{session}/{file}\"; placeholders: {vehicle}, {session}, {file}, {date}".to_owned()),
+        ))
+    };
+    let mut rest = t;
+    let mut has_file = false;
+    while let Some(open) = rest.find('{') {
+        let Some(close) = rest[open..].find('}') else {
+            return fail(format!("`{t}`: a `{{` without its `}}`"));
+        };
+        let name = &rest[open + 1..open + close];
+        if !KEY_PLACEHOLDERS.contains(&name) {
+            return fail(format!("`{t}`: unknown placeholder `{{{name}}}`"));
+        }
+        has_file |= name == "file";
+        rest = &rest[open + close + 1..];
+    }
+    if rest.contains('}') {
+        return fail(format!("`{t}`: a `}}` without its `{{`"));
+    }
+    if !has_file {
+        return fail(format!(
+            "`{t}` has no {{file}}: every file would get the same key"
+        ));
+    }
+    if t.starts_with('/') || t.contains("//") || t.len() > 512 || t.chars().any(|c| c.is_control())
+    {
+        return fail(format!(
+            "`{t}` is not a key: no leading `/`, no `//`, no control characters, at most 512 bytes"
+        ));
+    }
+    Ok(t.to_owned())
+}
+
+/// `offload.vehicle_id`: letters, digits, `.`, `_` and `-`, at most 64;
+/// empty for the host name.
+pub(crate) fn vehicle_id(cx: &Cx, field: &Field) -> Result<String> {
+    let id = cx.string(field)?;
+    let ok = id.len() <= 64
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+        && id != "."
+        && id != "..";
+    if !ok {
+        return Err(cx.at(
+            field,
+            format!("`{id}` is not a vehicle id"),
+            Some("use up to 64 letters, digits, `.`, `_` and `-` (\"robot-07\"), or \"\" for the host name".to_owned()),
+        ));
+    }
+    Ok(id.to_owned())
+}
+
+/// An `http://` endpoint only with `allow_http`.
+pub(crate) fn offload_endpoint_scheme(
+    cx: &Cx,
+    table: &Table,
+    config: &crate::OffloadConfig,
+) -> Result<()> {
+    let Some(field) = table.field("endpoint") else {
+        return Ok(());
+    };
+    if config.endpoint.starts_with("http://") && !config.allow_http {
+        return Err(cx.at(
+            &field,
+            "an http:// endpoint sends the recordings and the signed requests in the clear",
+            Some(
+                "use https://, or set offload.allow_http = true for a store on a network you trust"
+                    .to_owned(),
+            ),
+        ));
+    }
+    Ok(())
+}

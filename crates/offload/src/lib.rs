@@ -1,0 +1,33 @@
+//! Offload: sends recordings (bag directories, or single files) to an
+//! S3-compatible object store (AWS S3, MinIO, Ceph RGW), beside the
+//! recorder and never in its path: the recorder does not depend on this
+//! crate, and nothing here runs while a segment is written.
+//!
+//! - [`settings`]: `[offload]` turned into what the client needs (the
+//!   vehicle's name, the store, the limits);
+//! - [`credentials`]: the AWS shared-credentials file (owner-only) or the
+//!   environment;
+//! - [`key`]: each file's object key from `offload.key_template`;
+//! - [`s3`]: the requests (rusty-s3 signs them, ureq sends them over
+//!   rustls), each answered or turned into an error that names the fix;
+//! - [`reply`]: the XML of the store's error replies, bounded and parsed;
+//! - [`upload`]: one file (a single PUT, or a multipart upload in parts
+//!   sent `concurrency` at a time, each with the Content-MD5 the store
+//!   checks), and a bag directory in order, `metadata.yaml` last;
+//! - [`error`]: what can go wrong, each with its place and its fix.
+//!
+//! A file counts as uploaded when the store holds an object at its key
+//! with its size and the SHA-256 the upload stored in the object's
+//! metadata (`x-amz-meta-sha256`); such a file is skipped the next time.
+
+pub mod credentials;
+pub mod error;
+pub mod key;
+pub mod reply;
+pub mod s3;
+pub mod settings;
+pub mod upload;
+
+pub use error::OffloadError;
+pub use settings::Settings;
+pub use upload::{FileOutcome, PlannedFile, Uploader};

@@ -1,0 +1,490 @@
+//! The requests to the store: rusty-s3 builds and signs each one
+//! (SigV4, as a presigned URL valid for [`SIGNED_FOR`]), ureq sends it
+//! over rustls, and every reply other than 2xx becomes an
+//! [`OffloadError`] that names the request, the object and the fix. A
+//! request that fails for a reason that may pass (the link, a 5xx, S3's
+//! `SlowDown`) is sent again up to [`ATTEMPTS`] times, after a jittered
+//! exponential backoff or the `Retry-After` the store asked for.
+
+use std::io::Read;
+use std::time::Duration;
+
+use base64::Engine as _;
+use md5::Digest as _;
+use rusty_s3::actions::{CompleteMultipartUploadResponse, CreateMultipartUpload, S3Action};
+use rusty_s3::{Bucket, Credentials, UrlStyle};
+
+use crate::credentials::Secret;
+use crate::reply::{fix_for, parse_error, MAX_REPLY};
+use crate::settings::Settings;
+use crate::OffloadError;
+
+/// How long a signed request stays valid.
+pub const SIGNED_FOR: Duration = Duration::from_secs(3600);
+
+/// Tries of one request before its error is returned.
+pub const ATTEMPTS: u32 = 5;
+
+/// The first backoff; it doubles each try (with up to half of it added
+/// at random), to at most [`MAX_BACKOFF`].
+pub const FIRST_BACKOFF: Duration = Duration::from_millis(500);
+
+/// The longest wait between two tries.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// The object metadata key that holds the file's SHA-256 (hex).
+pub const SHA256_META: &str = "x-amz-meta-sha256";
+
+/// System CA bundles, the first that exists is used when no `ca_file`
+/// is set.
+const SYSTEM_CAS: [&str; 3] = [
+    "/etc/ssl/certs/ca-certificates.crt",
+    "/etc/pki/tls/certs/ca-bundle.crt",
+    "/etc/ssl/cert.pem",
+];
+
+/// What the store says of an object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObjectInfo {
+    /// Its size.
+    pub size: u64,
+    /// The SHA-256 an upload stored with it, if any.
+    pub sha256: Option<String>,
+}
+
+/// A connection to one bucket.
+pub struct Client {
+    bucket: Bucket,
+    credentials: Credentials,
+    agent: ureq::Agent,
+}
+
+/// A reply read: status, the headers asked for, the body (at most
+/// [`MAX_REPLY`]).
+struct Reply {
+    status: u16,
+    etag: Option<String>,
+    length: Option<u64>,
+    sha256: Option<String>,
+    retry_after: Option<Duration>,
+    body: String,
+}
+
+/// Content-MD5 of `bytes` (base64 of the digest), as S3 checks it.
+pub fn content_md5(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::STANDARD.encode(md5::Md5::digest(bytes))
+}
+
+/// The root certificates: `ca_file`'s, else the system bundle's, else
+/// the ones built into webpki-roots.
+fn root_certs(ca_file: &std::path::Path) -> Result<ureq::tls::RootCerts, OffloadError> {
+    let (path, required) = if ca_file.as_os_str().is_empty() {
+        match SYSTEM_CAS.iter().find(|p| std::path::Path::new(p).exists()) {
+            Some(p) => (std::path::PathBuf::from(p), false),
+            None => return Ok(ureq::tls::RootCerts::WebPki),
+        }
+    } else {
+        (ca_file.to_path_buf(), true)
+    };
+    let pem = match std::fs::read(&path) {
+        Ok(p) => p,
+        Err(_) if !required => return Ok(ureq::tls::RootCerts::WebPki),
+        Err(e) => {
+            return Err(OffloadError::Io {
+                path,
+                what: "read offload.ca_file",
+                source: e,
+            })
+        }
+    };
+    let certs: Vec<ureq::tls::Certificate<'static>> = ureq::tls::parse_pem(&pem)
+        .filter_map(|item| match item {
+            Ok(ureq::tls::PemItem::Certificate(c)) => Some(c),
+            _ => None,
+        })
+        .collect();
+    if certs.is_empty() {
+        if !required {
+            return Ok(ureq::tls::RootCerts::WebPki);
+        }
+        return Err(OffloadError::NotConfigured(format!(
+            "{}: offload.ca_file holds no PEM certificate",
+            path.display()
+        )));
+    }
+    Ok(ureq::tls::RootCerts::new_with_certs(&certs))
+}
+
+impl Client {
+    /// A client of the store and bucket `settings` name, signing with
+    /// `secret`.
+    pub fn new(settings: &Settings, secret: &Secret) -> Result<Client, OffloadError> {
+        let endpoint: url::Url = settings.endpoint.parse().map_err(|e| {
+            OffloadError::NotConfigured(format!(
+                "offload.endpoint `{}` is not a URL: {e}",
+                settings.endpoint
+            ))
+        })?;
+        let style = match settings.addressing {
+            edgerec_config::Addressing::Path => UrlStyle::Path,
+            edgerec_config::Addressing::Virtual => UrlStyle::VirtualHost,
+        };
+        let bucket = Bucket::new(
+            endpoint,
+            style,
+            settings.bucket.clone(),
+            settings.region.clone(),
+        )
+        .map_err(|e| {
+            OffloadError::NotConfigured(format!(
+                "offload: bucket `{}` at `{}` ({} addressing): {e}; path addressing works with \
+                 an IP address or a name a bucket cannot prefix",
+                settings.bucket,
+                settings.endpoint,
+                settings.addressing.as_str()
+            ))
+        })?;
+        let credentials = match &secret.token {
+            Some(t) => Credentials::new_with_token(&secret.key, &secret.secret, t),
+            None => Credentials::new(&secret.key, &secret.secret),
+        };
+        let tls = ureq::tls::TlsConfig::builder()
+            .root_certs(root_certs(&settings.ca_file)?)
+            .build();
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .http_status_as_error(false)
+            .https_only(settings.endpoint.starts_with("https://"))
+            .timeout_connect(Some(Duration::from_secs(10)))
+            .timeout_resolve(Some(Duration::from_secs(10)))
+            .timeout_per_read(Some(Duration::from_secs(60)))
+            .timeout_per_write(Some(Duration::from_secs(60)))
+            .max_redirects(0)
+            .user_agent(concat!("edgerec/", env!("CARGO_PKG_VERSION")))
+            .tls_config(tls)
+            .build()
+            .into();
+        Ok(Client {
+            bucket,
+            credentials,
+            agent,
+        })
+    }
+
+    /// Sends one signed request; the reply, or the transport's error.
+    fn send(
+        &self,
+        method: &str,
+        url: &url::Url,
+        headers: &[(&str, &str)],
+        body: Option<&[u8]>,
+    ) -> Result<Reply, String> {
+        let url = url.as_str();
+        let resp = if method == "PUT" || method == "POST" {
+            let mut rb = if method == "PUT" {
+                self.agent.put(url)
+            } else {
+                self.agent.post(url)
+            };
+            for (k, v) in headers {
+                rb = rb.header(*k, *v);
+            }
+            rb.send(body.unwrap_or(&[]))
+        } else {
+            let mut rb = match method {
+                "HEAD" => self.agent.head(url),
+                "DELETE" => self.agent.delete(url),
+                _ => self.agent.get(url),
+            };
+            for (k, v) in headers {
+                rb = rb.header(*k, *v);
+            }
+            rb.call()
+        }
+        .map_err(|e| e.to_string())?;
+        let header = |k: &str| {
+            resp.headers()
+                .get(k)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned)
+        };
+        let status = resp.status().as_u16();
+        let etag = header("etag");
+        let length = header("content-length").and_then(|v| v.parse().ok());
+        let sha256 = header(SHA256_META);
+        let retry_after = header("retry-after")
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(|s| Duration::from_secs(s.min(300)));
+        let mut body = String::new();
+        if method != "HEAD" {
+            let mut resp = resp;
+            let _ = resp
+                .body_mut()
+                .as_reader()
+                .take(MAX_REPLY)
+                .read_to_string(&mut body);
+        }
+        Ok(Reply {
+            status,
+            etag,
+            length,
+            sha256,
+            retry_after,
+            body,
+        })
+    }
+
+    /// `send` with retries; a 2xx reply, or the error of the last try.
+    fn call(
+        &self,
+        op: &str,
+        key: &str,
+        make: &dyn Fn() -> (url::Url, Vec<(String, String)>),
+        method: &str,
+        body: Option<&[u8]>,
+        ok_statuses: &[u16],
+    ) -> Result<Reply, OffloadError> {
+        let mut wait = FIRST_BACKOFF;
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let (url, headers) = make();
+            let hs: Vec<(&str, &str)> = headers
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            let (err, asked) = match self.send(method, &url, &hs, body) {
+                Ok(r) if (200..300).contains(&r.status) || ok_statuses.contains(&r.status) => {
+                    return Ok(r)
+                }
+                Ok(r) => {
+                    let (code, message) = parse_error(&r.body).unwrap_or_else(|| {
+                        (
+                            "-".to_owned(),
+                            if r.body.trim().is_empty() {
+                                "(no body)".to_owned()
+                            } else {
+                                format!(
+                                    "a reply that is not S3's error XML: {:?}",
+                                    r.body.chars().take(120).collect::<String>()
+                                )
+                            },
+                        )
+                    });
+                    (
+                        OffloadError::Refused {
+                            op: op.to_owned(),
+                            key: key.to_owned(),
+                            status: r.status,
+                            fix: fix_for(r.status, &code),
+                            code,
+                            message,
+                        },
+                        r.retry_after,
+                    )
+                }
+                Err(message) => (
+                    OffloadError::Transport {
+                        op: op.to_owned(),
+                        key: key.to_owned(),
+                        message,
+                    },
+                    None,
+                ),
+            };
+            if !err.is_transient() || attempt >= ATTEMPTS {
+                return Err(err);
+            }
+            let pause = asked.unwrap_or_else(|| jitter(wait));
+            tracing::warn!("{err}; trying again in {:.1} s", pause.as_secs_f64());
+            std::thread::sleep(pause);
+            wait = (wait * 2).min(MAX_BACKOFF);
+        }
+    }
+
+    /// What the store holds at `key`; `None` when nothing.
+    pub fn head(&self, key: &str) -> Result<Option<ObjectInfo>, OffloadError> {
+        let make = || {
+            let a = self.bucket.head_object(Some(&self.credentials), key);
+            (a.sign(SIGNED_FOR), Vec::new())
+        };
+        let r = self.call("HEAD", key, &make, "HEAD", None, &[404])?;
+        if r.status == 404 {
+            return Ok(None);
+        }
+        Ok(Some(ObjectInfo {
+            size: r.length.unwrap_or(0),
+            sha256: r.sha256,
+        }))
+    }
+
+    /// One PUT of the whole object, with its Content-MD5 and SHA-256.
+    pub fn put(&self, key: &str, body: &[u8], sha256: &str) -> Result<String, OffloadError> {
+        let md5 = content_md5(body);
+        let make = || {
+            let mut a = self.bucket.put_object(Some(&self.credentials), key);
+            a.headers_mut().insert("content-md5", md5.clone());
+            a.headers_mut().insert(SHA256_META, sha256.to_owned());
+            (
+                a.sign(SIGNED_FOR),
+                vec![
+                    ("content-md5".to_owned(), md5.clone()),
+                    (SHA256_META.to_owned(), sha256.to_owned()),
+                ],
+            )
+        };
+        let r = self.call("PUT", key, &make, "PUT", Some(body), &[])?;
+        Ok(r.etag.unwrap_or_default())
+    }
+
+    /// Starts a multipart upload; its id.
+    pub fn create_multipart(&self, key: &str, sha256: &str) -> Result<String, OffloadError> {
+        // Signed here rather than by rusty-s3's action, which asks for
+        // `?uploads=1`: S3 takes that, but servers that route by S3's own
+        // model (moto, and some gateways) want `?uploads` with no value.
+        let make = || {
+            let c = &self.credentials;
+            let url = rusty_s3::signing::sign(
+                &jiff::Timestamp::now(),
+                rusty_s3::Method::Post,
+                self.bucket.object_url(key),
+                c.key(),
+                c.secret(),
+                c.token(),
+                self.bucket.region(),
+                SIGNED_FOR.as_secs(),
+                [("uploads", "")].into_iter(),
+                [(SHA256_META, sha256)].into_iter(),
+            );
+            (url, vec![(SHA256_META.to_owned(), sha256.to_owned())])
+        };
+        let r = self.call("CreateMultipartUpload", key, &make, "POST", None, &[])?;
+        CreateMultipartUpload::parse_response(&r.body)
+            .map(|c| c.upload_id().to_owned())
+            .map_err(|e| OffloadError::BadReply {
+                op: "CreateMultipartUpload".to_owned(),
+                key: key.to_owned(),
+                message: format!("no upload id in it ({e})"),
+            })
+    }
+
+    /// Sends part `number` (from 1); its ETag.
+    pub fn upload_part(
+        &self,
+        key: &str,
+        upload_id: &str,
+        number: u16,
+        body: &[u8],
+    ) -> Result<String, OffloadError> {
+        let md5 = content_md5(body);
+        let op = format!("UploadPart {number}");
+        let make = || {
+            let mut a = self
+                .bucket
+                .upload_part(Some(&self.credentials), key, number, upload_id);
+            a.headers_mut().insert("content-md5", md5.clone());
+            (
+                a.sign(SIGNED_FOR),
+                vec![("content-md5".to_owned(), md5.clone())],
+            )
+        };
+        let r = self.call(&op, key, &make, "PUT", Some(body), &[])?;
+        r.etag.ok_or_else(|| OffloadError::BadReply {
+            op,
+            key: key.to_owned(),
+            message: "no ETag header".to_owned(),
+        })
+    }
+
+    /// Completes the upload from its parts' ETags, in part order.
+    pub fn complete(
+        &self,
+        key: &str,
+        upload_id: &str,
+        etags: &[String],
+    ) -> Result<(), OffloadError> {
+        let body = self
+            .bucket
+            .complete_multipart_upload(
+                Some(&self.credentials),
+                key,
+                upload_id,
+                etags.iter().map(String::as_str),
+            )
+            .body();
+        let make = || {
+            let a = self.bucket.complete_multipart_upload(
+                Some(&self.credentials),
+                key,
+                upload_id,
+                etags.iter().map(String::as_str),
+            );
+            (a.sign(SIGNED_FOR), Vec::new())
+        };
+        let r = self.call(
+            "CompleteMultipartUpload",
+            key,
+            &make,
+            "POST",
+            Some(body.as_bytes()),
+            &[],
+        )?;
+        // S3 may answer 200 and still fail: the body says which.
+        if let Some((code, message)) = parse_error(&r.body) {
+            return Err(OffloadError::Refused {
+                op: "CompleteMultipartUpload".to_owned(),
+                key: key.to_owned(),
+                status: r.status,
+                fix: fix_for(r.status, &code),
+                code,
+                message,
+            });
+        }
+        CompleteMultipartUploadResponse::parse(&r.body)
+            .map(|_| ())
+            .map_err(|e| OffloadError::BadReply {
+                op: "CompleteMultipartUpload".to_owned(),
+                key: key.to_owned(),
+                message: e.to_string(),
+            })
+    }
+
+    /// Abandons the upload (the store lets its parts go).
+    pub fn abort(&self, key: &str, upload_id: &str) -> Result<(), OffloadError> {
+        let make = || {
+            let a = self
+                .bucket
+                .abort_multipart_upload(Some(&self.credentials), key, upload_id);
+            (a.sign(SIGNED_FOR), Vec::new())
+        };
+        self.call("AbortMultipartUpload", key, &make, "DELETE", None, &[404])
+            .map(|_| ())
+    }
+}
+
+/// `base` plus up to half of it, at random (a cheap generator: the clock's
+/// nanoseconds; the point is only that vehicles do not retry in step).
+fn jitter(base: Duration) -> Duration {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    base + base.mul_f64(f64::from(nanos % 1000) / 2000.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn md5_and_jitter() {
+        // RFC 1864's digest of "" and S3's documented example form.
+        assert_eq!(content_md5(b""), "1B2M2Y8AsgTpgAmY7PhCfg==");
+        for _ in 0..100 {
+            let j = jitter(Duration::from_secs(2));
+            assert!(
+                j >= Duration::from_secs(2) && j <= Duration::from_secs(3),
+                "{j:?}"
+            );
+        }
+    }
+}

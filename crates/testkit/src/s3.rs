@@ -1,0 +1,96 @@
+//! A real S3 server for the offload tests: PyPI moto[server] on a free
+//! loopback port (`tests/py/s3peer.py serve`), stopped on drop, and
+//! `s3peer.py`'s boto3 commands (`mkbucket`, `verify`) against it.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+/// moto's S3 server, running until dropped.
+pub struct Moto {
+    child: Child,
+    /// `http://127.0.0.1:PORT`.
+    pub endpoint: String,
+}
+
+fn s3peer() -> PathBuf {
+    crate::workspace_root().join("tests/py/s3peer.py")
+}
+
+fn python() -> PathBuf {
+    crate::python().expect(".venv/bin/python with moto and boto3 (scripts/test sets it up)")
+}
+
+impl Moto {
+    /// Starts the server and waits until it answers.
+    pub fn start() -> Moto {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free loopback port")
+            .port();
+        let mut child = Command::new(python())
+            .arg(s3peer())
+            .args(["serve", "--port", &port.to_string()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("s3peer.py serve");
+        let mut line = String::new();
+        if let Some(out) = child.stdout.take() {
+            let _ = BufReader::new(out).read_line(&mut line);
+        }
+        assert_eq!(line.trim(), "ready", "moto did not start");
+        Moto {
+            child,
+            endpoint: format!("http://127.0.0.1:{port}"),
+        }
+    }
+
+    /// Runs `s3peer.py ARGS` (boto3, this server's endpoint given by the
+    /// caller) and returns what it printed; panics with its error
+    /// otherwise.
+    pub fn peer(&self, args: &[&str]) -> String {
+        let o = Command::new(python())
+            .arg(s3peer())
+            .args(args)
+            .output()
+            .expect("s3peer.py");
+        assert!(
+            o.status.success(),
+            "s3peer {args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    }
+
+    /// Creates `bucket`.
+    pub fn make_bucket(&self, bucket: &str) {
+        self.peer(&["mkbucket", "--endpoint", &self.endpoint, "--bucket", bucket]);
+    }
+
+    /// boto3's view of every object under `prefix`, each compared with the
+    /// file of the same name in `dir`: `{key: {size, sha256,
+    /// local_sha256, equal, meta_sha256}}`.
+    pub fn verify(&self, bucket: &str, prefix: &str, dir: &std::path::Path) -> serde_json::Value {
+        let out = self.peer(&[
+            "verify",
+            "--endpoint",
+            &self.endpoint,
+            "--bucket",
+            bucket,
+            "--prefix",
+            prefix,
+            "--dir",
+            &dir.to_string_lossy(),
+        ]);
+        serde_json::from_str(&out).expect("s3peer verify prints JSON")
+    }
+}
+
+impl Drop for Moto {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,30 @@
+//! What an object store answers, and the credentials file: S3's error XML
+//! (`edgerec_offload::reply::parse_error`, quick-xml), the replies rusty-s3
+//! parses for the uploader (CreateMultipartUpload, CompleteMultipartUpload,
+//! ListParts) and the AWS shared-credentials file
+//! (`edgerec_offload::credentials::parse`, rust-ini). Any bytes give a
+//! value or an error, never a panic; an error code is never empty, holds
+//! no control character and is at most 512 characters; accepted
+//! credentials have a key and a secret.
+#![no_main]
+
+use edgerec_offload::{credentials, reply};
+use libfuzzer_sys::fuzz_target;
+use rusty_s3::actions::{CompleteMultipartUploadResponse, CreateMultipartUpload, ListParts};
+
+fuzz_target!(|data: &[u8]| {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    if let Some((code, message)) = reply::parse_error(text) {
+        assert!(!code.is_empty() && code.chars().count() <= 512, "{code:?}");
+        assert!(!code.chars().any(char::is_control), "{code:?}");
+        assert!(!message.chars().any(char::is_control), "{message:?}");
+    }
+    let _ = CreateMultipartUpload::parse_response(text).map(|r| r.upload_id().len());
+    let _ = CompleteMultipartUploadResponse::parse(text).map(|r| r.etag().len());
+    let _ = ListParts::parse_response(text).map(|r| r.parts.len());
+    if let Ok(s) = credentials::parse(text, "default", std::path::Path::new("fuzz")) {
+        assert!(!s.key.is_empty() && !s.secret.is_empty());
+    }
+});
