@@ -1,14 +1,16 @@
 //! What an object store answers, and the credentials file: S3's error XML
 //! (`edgerec_offload::reply::parse_error`, quick-xml), the replies rusty-s3
 //! parses for the uploader (CreateMultipartUpload, CompleteMultipartUpload,
-//! ListParts) and the AWS shared-credentials file
-//! (`edgerec_offload::credentials::parse`, rust-ini). Any bytes give a
-//! value or an error, never a panic; an error code is never empty, holds
-//! no control character and is at most 512 characters; accepted
-//! credentials have a key and a secret.
+//! ListParts), the AWS shared-credentials file
+//! (`edgerec_offload::credentials::parse`, rust-ini) and the upload
+//! journal (`edgerec_offload::journal::parse`, serde_json lines). Any bytes
+//! give a value or an error, never a panic; an error code is never empty,
+//! holds no control character and is at most 512 characters; accepted
+//! credentials have a key and a secret; a journal's parts are numbered 1
+//! to 10,000 with an ETag.
 #![no_main]
 
-use edgerec_offload::{credentials, reply};
+use edgerec_offload::{credentials, journal, reply};
 use libfuzzer_sys::fuzz_target;
 use rusty_s3::actions::{CompleteMultipartUploadResponse, CreateMultipartUpload, ListParts};
 
@@ -26,5 +28,11 @@ fuzz_target!(|data: &[u8]| {
     let _ = ListParts::parse_response(text).map(|r| r.parts.len());
     if let Ok(s) = credentials::parse(text, "default", std::path::Path::new("fuzz")) {
         assert!(!s.key.is_empty() && !s.secret.is_empty());
+    }
+    if let Some(r) = journal::parse(text) {
+        assert_eq!(r.header.v, 1);
+        for (n, p) in &r.parts {
+            assert!((1..=10_000).contains(n) && *n == p.part && !p.etag.is_empty());
+        }
     }
 });

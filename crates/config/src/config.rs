@@ -115,6 +115,11 @@ section! {
         /// PEM file of the CA certificates the store's certificate must
         /// chain to; empty = the system's (default).
         ca_file: PathBuf = PathBuf::new(), path();
+        /// Where multipart uploads in progress are journaled (upload id,
+        /// each acknowledged part), so an upload cut by a crash or a power
+        /// cut goes on where it stopped; empty = no journal (a cut upload
+        /// starts over). Default `/data/edgerec/offload-journal`.
+        journal_dir: PathBuf = PathBuf::from("/data/edgerec/offload-journal"), path();
     }
     check offload::offload_endpoint_scheme;
 }

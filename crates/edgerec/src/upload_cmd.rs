@@ -44,6 +44,12 @@ pub fn run(config: &Path, paths: &[PathBuf], quiet: bool) -> ExitCode {
     let total: u64 = files.iter().map(|f| f.size).sum();
     let live = !quiet && std::io::stderr().is_terminal();
     let uploader = Uploader::new(client, &settings);
+    let stale = uploader.abandon_stale();
+    if stale > 0 {
+        eprintln!(
+            "edgerec upload: abandoned {stale} cut upload(s) whose files are gone or changed"
+        );
+    }
     let started = Instant::now();
     let done_before = AtomicU64::new(0);
     let (mut sent, mut skipped_n, mut sent_bytes, mut failed) = (0u64, 0u64, 0u64, Vec::new());
@@ -70,11 +76,15 @@ pub fn run(config: &Path, paths: &[PathBuf], quiet: bool) -> ExitCode {
             }
         };
         match uploader.upload(f, &progress) {
-            Ok(FileOutcome::Sent { bytes, parts }) => {
+            Ok(FileOutcome::Sent {
+                bytes,
+                parts,
+                reused,
+            }) => {
                 sent += 1;
                 sent_bytes += bytes;
                 tracing::info!(
-                    "{} -> {} ({bytes} bytes, {parts} parts)",
+                    "{} -> {} ({bytes} bytes, {parts} parts, {reused} of them from an upload cut before)",
                     f.path.display(),
                     f.key
                 );

@@ -38,7 +38,9 @@ bucket = "{bucket}"
 vehicle_id = "robot-7"
 key_template = "{{vehicle}}/{{date}}/{{session}}/{{file}}"
 credentials_file = "{creds}"
+journal_dir = "{journal}"
 part_size = "5MiB"
+concurrency = {concurrency}
 
 [[sources.synthetic]]
 topic = "/imu"
@@ -53,9 +55,16 @@ payload_size = 921600
 "#,
             root = root.display(),
             creds = creds.display(),
+            journal = journal_dir(root).display(),
+            concurrency = 4,
         ),
     )
     .unwrap();
+}
+
+/// The upload journal beside the recordings.
+fn journal_dir(root: &Path) -> std::path::PathBuf {
+    root.parent().unwrap().join("journal")
 }
 
 fn upload(cfg: &Path, session: &Path) -> Output {
@@ -77,6 +86,18 @@ fn text(o: &Output) -> String {
     )
 }
 
+/// An owner-only shared-credentials file with moto's test keys, in `dir`.
+fn credentials(dir: &Path) -> std::path::PathBuf {
+    let creds = dir.join("offload-credentials");
+    std::fs::write(
+        &creds,
+        "[default]\naws_access_key_id = edgerec-test\naws_secret_access_key = edgerec-test-secret\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&creds, std::fs::Permissions::from_mode(0o600)).unwrap();
+    creds
+}
+
 #[test]
 fn a_recorded_session_reaches_the_bucket_byte_for_byte() {
     let _limit = edgerec_testkit::time_limit(Duration::from_secs(300));
@@ -87,13 +108,7 @@ fn a_recorded_session_reaches_the_bucket_byte_for_byte() {
     server.make_bucket("fleet-recordings");
     let d = tempfile::tempdir().unwrap();
     let root = d.path().join("data");
-    let creds = d.path().join("offload-credentials");
-    std::fs::write(
-        &creds,
-        "[default]\naws_access_key_id = edgerec-test\naws_secret_access_key = edgerec-test-secret\n",
-    )
-    .unwrap();
-    std::fs::set_permissions(&creds, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let creds = credentials(d.path());
     let cfg = d.path().join("edgerec.toml");
     config(&cfg, &root, &server.endpoint, "fleet-recordings", &creds);
 
@@ -167,4 +182,138 @@ fn a_recorded_session_reaches_the_bucket_byte_for_byte() {
         text(&o)
     );
     assert_eq!(std::fs::read_dir(&session).unwrap().count(), local.len());
+}
+
+/// Part numbers an `edgerec upload` log says it sent.
+fn parts_sent(log: &str) -> Vec<u32> {
+    let mut v: Vec<u32> = log
+        .lines()
+        .filter_map(|l| {
+            let (_, rest) = l.split_once(": part ")?;
+            let (n, tail) = rest.split_once(" of ")?;
+            tail.ends_with(" sent").then(|| n.parse().ok())?
+        })
+        .collect();
+    v.sort_unstable();
+    v
+}
+
+/// SIGKILL in the middle of a multipart upload, then `edgerec upload`
+/// again: it goes on from the journal, sends only the parts the journal
+/// did not record as acknowledged (at most the one in flight when killed
+/// among those the store has), and the object boto3 reads back is the
+/// file, byte for byte. The journal is empty afterwards.
+#[test]
+fn a_killed_upload_goes_on_and_sends_no_acknowledged_part_again() {
+    let _limit = edgerec_testkit::time_limit(Duration::from_secs(300));
+    if edgerec_testkit::skip_if_cannot_exec(BIN) {
+        return;
+    }
+    let server = Moto::start();
+    server.make_bucket("fleet-recordings");
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().join("data");
+    let session = root.join("demo_20261206T101500Z");
+    std::fs::create_dir_all(&session).unwrap();
+    // 60 MiB of noise: twelve 5 MiB parts.
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let data: Vec<u8> = (0..60 << 20)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect();
+    std::fs::write(session.join("demo_20261206T101500Z_0.mcap"), &data).unwrap();
+    let creds = credentials(d.path());
+    let cfg = d.path().join("edgerec.toml");
+    config(&cfg, &root, &server.endpoint, "fleet-recordings", &creds);
+    let one_at_a_time = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .replace("concurrency = 4", "concurrency = 1");
+    std::fs::write(&cfg, one_at_a_time).unwrap();
+
+    let log1 = d.path().join("first.log");
+    let mut child = Command::new(BIN)
+        .args(["upload", "--config", cfg.to_str().unwrap()])
+        .arg(&session)
+        .env("EDGEREC_LOG", "info")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(&log1).unwrap())
+        .spawn()
+        .unwrap();
+    // Killed once the journal holds three acknowledged parts.
+    let journal = journal_dir(&root);
+    let t0 = std::time::Instant::now();
+    let acked = loop {
+        let lines = std::fs::read_dir(&journal)
+            .ok()
+            .and_then(|mut rd| rd.next())
+            .and_then(|e| e.ok())
+            .and_then(|e| std::fs::read_to_string(e.path()).ok())
+            .map(|t| t.lines().count().saturating_sub(1))
+            .unwrap_or(0);
+        if lines >= 3 {
+            break lines;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the upload ended before it was killed"
+        );
+        assert!(
+            t0.elapsed() < Duration::from_secs(60),
+            "no part acknowledged in 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    let _ = child.wait();
+    let journaled: Vec<u32> = std::fs::read_dir(&journal)
+        .unwrap()
+        .flatten()
+        .flat_map(|e| {
+            std::fs::read_to_string(e.path())
+                .unwrap()
+                .lines()
+                .skip(1)
+                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+                .filter_map(|v| v["part"].as_u64().map(|n| n as u32))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert!(
+        journaled.len() >= acked && journaled.len() < 12,
+        "{journaled:?}"
+    );
+
+    let o = Command::new(BIN)
+        .args(["upload", "--config", cfg.to_str().unwrap()])
+        .arg(&session)
+        .env("EDGEREC_LOG", "info")
+        .output()
+        .unwrap();
+    let log = text(&o);
+    assert!(o.status.success(), "edgerec upload again: {log}");
+    let again = parts_sent(&log);
+    println!("killed after parts {journaled:?} were journaled; the second run sent {again:?}");
+    for n in &journaled {
+        assert!(
+            !again.contains(n),
+            "part {n} was acknowledged and sent again: {log}"
+        );
+    }
+    let mut all: Vec<u32> = journaled.iter().chain(&again).copied().collect();
+    all.sort_unstable();
+    assert_eq!(all, (1..=12).collect::<Vec<u32>>(), "{log}");
+    assert!(log.contains("going on with the upload cut before"), "{log}");
+
+    let v = server.verify("fleet-recordings", "robot-7/", &session);
+    let objects = v.as_object().unwrap();
+    assert_eq!(objects.len(), 1, "{v:#}");
+    for (key, o) in objects {
+        assert_eq!(o["equal"], true, "{key}: {o}");
+    }
+    assert_eq!(std::fs::read_dir(&journal).unwrap().count(), 0);
 }

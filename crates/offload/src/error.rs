@@ -92,3 +92,16 @@ impl OffloadError {
         }
     }
 }
+
+/// An [`OffloadError::Io`] maker for `map_err`: what was attempted on
+/// `path`.
+pub(crate) fn io<'a>(
+    path: &'a std::path::Path,
+    what: &'static str,
+) -> impl FnOnce(std::io::Error) -> OffloadError + 'a {
+    move |source| OffloadError::Io {
+        path: path.to_path_buf(),
+        what,
+        source,
+    }
+}

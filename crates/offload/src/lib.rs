@@ -11,6 +11,8 @@
 //! - [`s3`]: the requests (rusty-s3 signs them, ureq sends them over
 //!   rustls), each answered or turned into an error that names the fix;
 //! - [`reply`]: the XML of the store's error replies, bounded and parsed;
+//! - [`journal`]: the multipart uploads in progress and their acknowledged
+//!   parts, durable on the data partition, so a cut upload goes on;
 //! - [`upload`]: one file (a single PUT, or a multipart upload in parts
 //!   sent `concurrency` at a time, each with the Content-MD5 the store
 //!   checks), and a bag directory in order, `metadata.yaml` last;
@@ -22,6 +24,7 @@
 
 pub mod credentials;
 pub mod error;
+pub mod journal;
 pub mod key;
 pub mod reply;
 pub mod s3;

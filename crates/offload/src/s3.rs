@@ -374,17 +374,17 @@ impl Client {
         upload_id: &str,
         number: u16,
         body: &[u8],
+        md5: &str,
     ) -> Result<String, OffloadError> {
-        let md5 = content_md5(body);
         let op = format!("UploadPart {number}");
         let make = || {
             let mut a = self
                 .bucket
                 .upload_part(Some(&self.credentials), key, number, upload_id);
-            a.headers_mut().insert("content-md5", md5.clone());
+            a.headers_mut().insert("content-md5", md5.to_owned());
             (
                 a.sign(SIGNED_FOR),
-                vec![("content-md5".to_owned(), md5.clone())],
+                vec![("content-md5".to_owned(), md5.to_owned())],
             )
         };
         let r = self.call(&op, key, &make, "PUT", Some(body), &[])?;
@@ -446,6 +446,44 @@ impl Client {
                 key: key.to_owned(),
                 message: e.to_string(),
             })
+    }
+
+    /// The parts the store holds of an upload: number to (ETag, size).
+    pub fn list_parts(
+        &self,
+        key: &str,
+        upload_id: &str,
+    ) -> Result<std::collections::BTreeMap<u16, (String, u64)>, OffloadError> {
+        let mut out = std::collections::BTreeMap::new();
+        let mut marker: Option<u16> = None;
+        // At most 10,000 parts, 1,000 a page.
+        for _ in 0..11 {
+            let make = || {
+                let mut a = self
+                    .bucket
+                    .list_parts(Some(&self.credentials), key, upload_id);
+                if let Some(m) = marker {
+                    a.set_part_number_marker(m);
+                }
+                (a.sign(SIGNED_FOR), Vec::new())
+            };
+            let r = self.call("ListParts", key, &make, "GET", None, &[])?;
+            let page = rusty_s3::actions::ListParts::parse_response(&r.body).map_err(|e| {
+                OffloadError::BadReply {
+                    op: "ListParts".to_owned(),
+                    key: key.to_owned(),
+                    message: e.to_string(),
+                }
+            })?;
+            for p in page.parts {
+                out.insert(p.number, (p.etag, p.size));
+            }
+            match page.next_part_number_marker {
+                Some(m) if Some(m) != marker => marker = Some(m),
+                _ => return Ok(out),
+            }
+        }
+        Ok(out)
     }
 
     /// Abandons the upload (the store lets its parts go).

@@ -33,6 +33,8 @@ pub struct Settings {
     /// CA certificates (PEM) for the store's certificate; empty = the
     /// system's.
     pub ca_file: PathBuf,
+    /// The upload journal's directory; empty = none.
+    pub journal_dir: PathBuf,
 }
 
 impl Settings {
@@ -61,6 +63,7 @@ impl Settings {
             part_size: cfg.part_size,
             concurrency: cfg.concurrency.max(1) as usize,
             ca_file: cfg.ca_file.clone(),
+            journal_dir: cfg.journal_dir.clone(),
         })
     }
 }

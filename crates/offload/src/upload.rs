@@ -16,8 +16,12 @@ use std::sync::Mutex;
 
 use sha2::Digest as _;
 
+use std::collections::BTreeMap;
+
+use crate::error::io;
+use crate::journal::{Entry, Header, Journal, Part};
 use crate::key::{date_from_session, date_from_unix, object_key, KeyParts};
-use crate::s3::Client;
+use crate::s3::{content_md5, Client};
 use crate::settings::Settings;
 use crate::OffloadError;
 
@@ -41,23 +45,19 @@ pub struct PlannedFile {
 /// What became of a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FileOutcome {
-    /// Sent: its bytes, in this many parts (1 for a single PUT).
+    /// Sent: its bytes, in this many parts (1 for a single PUT), of
+    /// which `reused` were at the store already (an upload that went on
+    /// after a cut).
     Sent {
-        /// Bytes sent.
+        /// The file's bytes.
         bytes: u64,
         /// Parts (1: one PUT).
         parts: u64,
+        /// Parts the store held from before, not sent again.
+        reused: u64,
     },
     /// The store already held it.
     Skipped,
-}
-
-fn io<'a>(path: &'a Path, what: &'static str) -> impl FnOnce(std::io::Error) -> OffloadError + 'a {
-    move |source| OffloadError::Io {
-        path: path.to_path_buf(),
-        what,
-        source,
-    }
 }
 
 /// The files of `paths` (bag directories or files) with their keys, in
@@ -180,20 +180,35 @@ fn drop_cache(f: &std::fs::File, off: u64, len: u64) {
     }
 }
 
+/// A multipart upload begun or taken up again: its id, the parts the
+/// store holds already (number to ETag), its journal.
+struct Started {
+    id: String,
+    done: BTreeMap<u16, String>,
+    entry: Option<Entry>,
+}
+
 /// Sends files to one bucket.
 pub struct Uploader {
     client: Client,
     part_size: u64,
     concurrency: usize,
+    journal: Option<Journal>,
+    endpoint: String,
+    bucket: String,
 }
 
 impl Uploader {
-    /// An uploader with `settings`' part size and concurrency.
+    /// An uploader with `settings`' part size, concurrency and journal.
     pub fn new(client: Client, settings: &Settings) -> Self {
         Uploader {
             client,
             part_size: settings.part_size.max(1),
             concurrency: settings.concurrency.max(1),
+            journal: (!settings.journal_dir.as_os_str().is_empty())
+                .then(|| Journal::new(&settings.journal_dir)),
+            endpoint: settings.endpoint.clone(),
+            bucket: settings.bucket.clone(),
         }
     }
 
@@ -225,13 +240,18 @@ impl Uploader {
             }
             self.client.put(&f.key, &body, &sha)?;
             progress(size);
-            1
+            (1, 0)
         } else {
             self.multipart(f, size, &sha, progress)?
         };
+        let (parts, reused) = parts;
         // What the store holds now must be the file.
         match self.client.head(&f.key)? {
-            Some(have) if have.size == size => Ok(FileOutcome::Sent { bytes: size, parts }),
+            Some(have) if have.size == size => Ok(FileOutcome::Sent {
+                bytes: size,
+                parts,
+                reused,
+            }),
             Some(have) => Err(OffloadError::Mismatch {
                 key: f.key.clone(),
                 what: format!("{} bytes, the file {size}", have.size),
@@ -243,13 +263,94 @@ impl Uploader {
         }
     }
 
+    /// Where a multipart upload of `f` stands: the upload a journal says
+    /// was cut (its parts the store still holds, by number), or a new one.
+    fn start_or_resume(&self, f: &PlannedFile, header: &Header) -> Result<Started, OffloadError> {
+        let Some(journal) = &self.journal else {
+            let id = self.client.create_multipart(&f.key, &header.sha256)?;
+            return Ok(Started {
+                id,
+                done: BTreeMap::new(),
+                entry: None,
+            });
+        };
+        if let Some(r) = journal.read(&self.bucket, &f.key)? {
+            let old = &r.header;
+            let same = old.endpoint == header.endpoint
+                && old.file == header.file
+                && old.size == header.size
+                && old.mtime_ns == header.mtime_ns
+                && old.sha256 == header.sha256
+                && old.part_size == header.part_size;
+            if same {
+                match self.client.list_parts(&f.key, &old.upload_id) {
+                    Ok(listed) => {
+                        // A part counts when the journal and the store agree
+                        // on its ETag; a part the store has that the journal
+                        // never recorded was in flight, and is sent again.
+                        let done: BTreeMap<u16, String> = r
+                            .parts
+                            .values()
+                            .filter(|p| {
+                                listed
+                                    .get(&p.part)
+                                    .is_some_and(|(e, _)| same_etag(e, &p.etag))
+                            })
+                            .map(|p| (p.part, p.etag.clone()))
+                            .collect();
+                        tracing::info!(
+                            "{}: going on with the upload cut before ({} of its parts at the store)",
+                            f.key,
+                            done.len()
+                        );
+                        let entry = journal.open(old)?;
+                        return Ok(Started {
+                            id: old.upload_id.clone(),
+                            done,
+                            entry: Some(entry),
+                        });
+                    }
+                    Err(OffloadError::Refused { status: 404, .. }) => {
+                        tracing::info!(
+                            "{}: the upload cut before is gone at the store; starting over",
+                            f.key
+                        );
+                    }
+                    Err(e) => return Err(e),
+                }
+            } else {
+                // The file changed since: the old upload is ours to abandon.
+                tracing::info!(
+                    "{}: the file changed since its upload was cut; starting over",
+                    f.key
+                );
+                if let Err(e) = self.client.abort(&f.key, &old.upload_id) {
+                    tracing::warn!("{e}");
+                }
+            }
+            journal.remove(&self.bucket, &f.key);
+        }
+        let id = self.client.create_multipart(&f.key, &header.sha256)?;
+        let header = Header {
+            upload_id: id.clone(),
+            ..header.clone()
+        };
+        let entry = journal.begin(&header)?;
+        Ok(Started {
+            id,
+            done: BTreeMap::new(),
+            entry: Some(entry),
+        })
+    }
+
+    /// Sends `f` in parts; (parts, parts reused from a cut upload).
     fn multipart(
         &self,
         f: &PlannedFile,
         size: u64,
         sha: &str,
         progress: &(dyn Fn(u64) + Sync),
-    ) -> Result<u64, OffloadError> {
+    ) -> Result<(u64, u64), OffloadError> {
         let n = size.div_ceil(self.part_size);
         if n > MAX_PARTS {
             return Err(OffloadError::NotConfigured(format!(
@@ -260,33 +361,75 @@ impl Uploader {
             )));
         }
         let file = std::fs::File::open(&f.path).map_err(io(&f.path, "open"))?;
-        let id = self.client.create_multipart(&f.key, sha)?;
-        let etags: Mutex<Vec<Option<String>>> = Mutex::new(vec![None; n as usize]);
+        let meta = file.metadata().map_err(io(&f.path, "read"))?;
+        let header = Header {
+            v: 1,
+            endpoint: self.endpoint.clone(),
+            bucket: self.bucket.clone(),
+            key: f.key.clone(),
+            upload_id: String::new(),
+            // Absolute, so a run from another directory finds it.
+            file: f.path.canonicalize().unwrap_or_else(|_| f.path.clone()),
+            size,
+            mtime_ns: mtime_ns(&meta),
+            sha256: sha.to_owned(),
+            part_size: self.part_size,
+        };
+        let Started { id, done, entry } = self.start_or_resume(f, &header)?;
+        let reused = done.len() as u64;
+        let mut initial: Vec<Option<String>> = vec![None; n as usize];
+        let mut already = 0u64;
+        for (num, etag) in &done {
+            if let Some(slot) = initial.get_mut(usize::from(*num) - 1) {
+                *slot = Some(etag.clone());
+                already += self
+                    .part_size
+                    .min(size - (u64::from(*num) - 1) * self.part_size);
+            }
+        }
+        if already > 0 {
+            progress(already);
+        }
+        let todo: Vec<usize> = (0..n as usize).filter(|i| initial[*i].is_none()).collect();
+        let etags: Mutex<Vec<Option<String>>> = Mutex::new(initial);
+        let entry = Mutex::new(entry);
         let next = AtomicUsize::new(0);
         let failed = AtomicBool::new(false);
         let first_error: Mutex<Option<OffloadError>> = Mutex::new(None);
-        let sent = AtomicU64::new(0);
+        let sent = AtomicU64::new(already);
         std::thread::scope(|s| {
-            for _ in 0..self.concurrency.min(n as usize) {
+            for _ in 0..self.concurrency.min(todo.len()) {
                 s.spawn(|| {
                     let mut buf = Vec::new();
                     while !failed.load(Ordering::Relaxed) {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        if i as u64 >= n {
+                        let Some(&i) = todo.get(next.fetch_add(1, Ordering::Relaxed)) else {
                             break;
-                        }
+                        };
                         let off = i as u64 * self.part_size;
                         let len = self.part_size.min(size - off) as usize;
+                        let number = (i + 1) as u16;
                         buf.resize(len, 0);
                         let part = file
                             .read_exact_at(&mut buf, off)
                             .map_err(io(&f.path, "read"))
                             .and_then(|()| {
                                 drop_cache(&file, off, len as u64);
-                                self.client.upload_part(&f.key, &id, (i + 1) as u16, &buf)
+                                let md5 = content_md5(&buf);
+                                let etag =
+                                    self.client.upload_part(&f.key, &id, number, &buf, &md5)?;
+                                // Durable before it counts as sent.
+                                if let Some(e) = lock(&entry).as_mut() {
+                                    e.acknowledged(&Part {
+                                        part: number,
+                                        etag: etag.clone(),
+                                        md5,
+                                    })?;
+                                }
+                                Ok(etag)
                             });
                         match part {
                             Ok(etag) => {
+                                tracing::info!("{}: part {number} of {n} sent", f.key);
                                 lock(&etags)[i] = Some(etag);
                                 progress(
                                     sent.fetch_add(len as u64, Ordering::Relaxed) + len as u64,
@@ -312,15 +455,65 @@ impl Uploader {
                 }
             }
         };
-        if let Err(e) = result {
-            // Nothing is resumed yet: let the store drop the parts.
-            if let Err(abort) = self.client.abort(&f.key, &id) {
-                tracing::warn!("{abort}");
+        match (&result, &self.journal) {
+            (Ok(()), Some(j)) => j.remove(&self.bucket, &f.key),
+            (Ok(()), None) => {}
+            // Journaled: the next run goes on from the parts acknowledged.
+            (Err(_), Some(_)) => {}
+            (Err(_), None) => {
+                if let Err(abort) = self.client.abort(&f.key, &id) {
+                    tracing::warn!("{abort}");
+                }
             }
-            return Err(e);
         }
-        Ok(n)
+        result.map(|()| (n, reused))
     }
+
+    /// Abandons the uploads the journal holds for this store and bucket
+    /// whose files are gone or changed (their parts cost storage at the
+    /// store until aborted); returns how many.
+    pub fn abandon_stale(&self) -> usize {
+        let Some(journal) = &self.journal else {
+            return 0;
+        };
+        let mut n = 0;
+        for r in journal.all() {
+            let h = &r.header;
+            if h.endpoint != self.endpoint || h.bucket != self.bucket {
+                continue;
+            }
+            let current = std::fs::metadata(&h.file)
+                .ok()
+                .is_some_and(|m| m.len() == h.size && mtime_ns(&m) == h.mtime_ns);
+            if current {
+                continue;
+            }
+            tracing::info!(
+                "{}: its file {} is gone or changed; abandoning its upload",
+                h.key,
+                h.file.display()
+            );
+            match self.client.abort(&h.key, &h.upload_id) {
+                Ok(()) => {
+                    journal.remove(&h.bucket, &h.key);
+                    n += 1;
+                }
+                Err(e) => tracing::warn!("{e}"),
+            }
+        }
+        n
+    }
+}
+
+/// Whether two ETags name the same part (servers differ in whether they
+/// quote it in a header and in XML).
+fn same_etag(a: &str, b: &str) -> bool {
+    a.trim_matches('"') == b.trim_matches('"')
+}
+
+fn mtime_ns(m: &std::fs::Metadata) -> i128 {
+    use std::os::unix::fs::MetadataExt;
+    i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec())
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -343,6 +536,7 @@ mod tests {
         Settings::from_config(&edgerec_config::OffloadConfig {
             endpoint: "http://127.0.0.1:1".into(),
             bucket: "b".into(),
+            journal_dir: std::path::PathBuf::new(),
             vehicle_id: "v7".into(),
             ..Default::default()
         })

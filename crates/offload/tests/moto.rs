@@ -19,8 +19,9 @@ use edgerec_testkit::s3::Moto;
 
 const MIB: u64 = 1 << 20;
 
-fn settings(endpoint: &str, bucket: &str) -> Settings {
+fn settings(endpoint: &str, bucket: &str, journal: &Path) -> Settings {
     Settings::from_config(&edgerec_config::OffloadConfig {
+        journal_dir: journal.to_path_buf(),
         endpoint: endpoint.to_owned(),
         allow_http: true,
         bucket: bucket.to_owned(),
@@ -79,7 +80,11 @@ fn a_bag_directory_reaches_the_bucket_byte_for_byte_and_once() {
     server.make_bucket("fleet-recordings");
     let d = tempfile::tempdir().unwrap();
     let bag = bag(d.path());
-    let s = settings(&server.endpoint, "fleet-recordings");
+    let s = settings(
+        &server.endpoint,
+        "fleet-recordings",
+        &d.path().join("journal"),
+    );
     let uploader = Uploader::new(Client::new(&s, &secret()).unwrap(), &s);
     let mut left_out = Vec::new();
     let files = plan(std::slice::from_ref(&bag), &s, &mut left_out).unwrap();
@@ -103,15 +108,18 @@ fn a_bag_directory_reaches_the_bucket_byte_for_byte_and_once() {
         [
             FileOutcome::Sent {
                 bytes: 23 * MIB + 12_345,
-                parts: 5
+                parts: 5,
+                reused: 0,
             },
             FileOutcome::Sent {
                 bytes: 100_000,
-                parts: 1
+                parts: 1,
+                reused: 0,
             },
             FileOutcome::Sent {
                 bytes: 29,
-                parts: 1
+                parts: 1,
+                reused: 0,
             },
         ]
     );
@@ -125,13 +133,22 @@ fn a_bag_directory_reaches_the_bucket_byte_for_byte_and_once() {
         assert_eq!(o["meta_sha256"], o["sha256"], "{key}: {o}");
     }
 
+    // The journal is empty once every upload is complete.
+    assert_eq!(
+        std::fs::read_dir(d.path().join("journal")).unwrap().count(),
+        0
+    );
     // Sent again: every file is there already.
     for f in &files {
         assert_eq!(uploader.upload(f, &|_| {}).unwrap(), FileOutcome::Skipped);
     }
 
     // A bucket that does not exist: refused, with the fix.
-    let s = settings(&server.endpoint, "no-such-bucket");
+    let s = settings(
+        &server.endpoint,
+        "no-such-bucket",
+        &d.path().join("journal"),
+    );
     let uploader = Uploader::new(Client::new(&s, &secret()).unwrap(), &s);
     let e = uploader.upload(&files[1], &|_| {}).unwrap_err();
     assert!(

@@ -150,6 +150,7 @@ fn defaults_are_the_documented_values() {
             concurrency: 4,
             allow_http: false,
             ca_file: PathBuf::new(),
+            journal_dir: PathBuf::from("/data/edgerec/offload-journal"),
         },
     };
     assert_eq!(Config::default(), expected);
