@@ -5,11 +5,19 @@ checks what edgerec sent.
 
 Subcommands (`s3peer.py SUBCOMMAND --help` for every option):
   serve     moto's S3 server on 127.0.0.1:PORT until SIGTERM/SIGINT; prints
-            one line `ready` once it answers.
+            one line `ready` once it answers. With --tls DIR: HTTPS, with a
+            CA made for the run (DIR/ca.pem) that signs the server's
+            certificate (for 127.0.0.1) and a client certificate
+            (DIR/client.pem, DIR/client.key, mode 600); with --mutual the
+            server refuses a client without that certificate.
   mkbucket  creates a bucket.
   verify    downloads every object under a prefix and compares each with the
             local file of the same name in a directory: prints one JSON
-            object {key: {"size", "sha256", "local_sha256", "equal"}, ...}.
+            object {key: {"size", "sha256", "local_sha256", "equal",
+            "meta_sha256", "etag", "sse"}, ...}.
+  get       prints one object's bytes.
+  put       stores a file as an object, with a given x-amz-meta-sha256 (a
+            forged object, for the tests that must find it out).
 
 Every client names the endpoint and its credentials explicitly; nothing asks
 an SDK's default endpoint, region lookup or credential chain
@@ -32,23 +40,111 @@ KEY, SECRET, REGION = "edgerec-test", "edgerec-test-secret", "us-east-1"
 
 
 def client(endpoint: str):
+    """boto3 against `endpoint`; an https:// one is checked against
+    S3PEER_TLS_DIR/ca.pem and shown S3PEER_TLS_DIR/client.pem."""
     import boto3
     from botocore.config import Config
+    tls = os.environ.get("S3PEER_TLS_DIR")
+    extra, verify = {}, None
+    if tls and endpoint.startswith("https://"):
+        verify = os.path.join(tls, "ca.pem")
+        extra["client_cert"] = (os.path.join(tls, "client.pem"), os.path.join(tls, "client.key"))
     return boto3.client(
         "s3", endpoint_url=endpoint, aws_access_key_id=KEY,
-        aws_secret_access_key=SECRET, region_name=REGION,
-        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 2}))
+        aws_secret_access_key=SECRET, region_name=REGION, verify=verify,
+        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 2}, **extra))
+
+
+def make_tls(out: str) -> None:
+    """A CA for this run, a server certificate for 127.0.0.1 and a client
+    certificate, all signed by it (ECDSA P-256, valid for a day)."""
+    import datetime
+    import ipaddress
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+    now = datetime.datetime.now(datetime.timezone.utc)
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "edgerec test CA")])
+
+    def base(name, key):
+        return (x509.CertificateBuilder().subject_name(name).issuer_name(ca_name)
+                .public_key(key.public_key()).serial_number(x509.random_serial_number())
+                .not_valid_before(now - datetime.timedelta(hours=1))
+                .not_valid_after(now + datetime.timedelta(days=1)))
+
+    ca = (base(ca_name, ca_key)
+          .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
+          .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
+                                       content_commitment=False, key_encipherment=False,
+                                       data_encipherment=False, key_agreement=False,
+                                       encipher_only=False, decipher_only=False), critical=True)
+          .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()),
+                         critical=False)
+          .sign(ca_key, hashes.SHA256()))
+
+    def leaf(cn, usage, san):
+        key = ec.generate_private_key(ec.SECP256R1())
+        b = (base(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)]), key)
+             .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+             .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+             .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),
+                            critical=False))
+        if san:
+            b = b.add_extension(x509.SubjectAlternativeName(san), critical=False)
+        return key, b.sign(ca_key, hashes.SHA256())
+
+    def write(name, data, mode=0o644):
+        path = os.path.join(out, name)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.chmod(path, mode)
+
+    pem = serialization.Encoding.PEM
+    def key_pem(k):
+        return k.private_bytes(pem, serialization.PrivateFormat.PKCS8,
+                               serialization.NoEncryption())
+    server_key, server = leaf("127.0.0.1", ExtendedKeyUsageOID.SERVER_AUTH,
+                              [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))])
+    client_key, client_cert = leaf("robot-7", ExtendedKeyUsageOID.CLIENT_AUTH, None)
+    write("ca.pem", ca.public_bytes(pem))
+    write("server.pem", server.public_bytes(pem))
+    write("server.key", key_pem(server_key), 0o600)
+    write("client.pem", client_cert.public_bytes(pem))
+    write("client.key", key_pem(client_key), 0o600)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from moto.server import ThreadedMotoServer
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=args.port, verbose=False)
-    server.start()
-    url = f"http://127.0.0.1:{args.port}/"
+    import ssl
+    import threading
+    from werkzeug.serving import make_server
+    from moto.moto_server.werkzeug_app import (DomainDispatcherApplication, MotoRequestHandler,
+                                               create_backend_app)
+    ctx = None
+    probe = None
+    scheme = "http"
+    if args.tls:
+        make_tls(args.tls)
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(os.path.join(args.tls, "server.pem"), os.path.join(args.tls, "server.key"))
+        if args.mutual:
+            ctx.verify_mode = ssl.CERT_REQUIRED
+            ctx.load_verify_locations(os.path.join(args.tls, "ca.pem"))
+        probe = ssl.create_default_context(cafile=os.path.join(args.tls, "ca.pem"))
+        probe.load_cert_chain(os.path.join(args.tls, "client.pem"), os.path.join(args.tls, "client.key"))
+        scheme = "https"
+    app = DomainDispatcherApplication(create_backend_app)
+    server = make_server("127.0.0.1", args.port, app, threaded=True,
+                         request_handler=MotoRequestHandler, ssl_context=ctx)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"{scheme}://127.0.0.1:{args.port}/"
     deadline = time.monotonic() + 30
     while True:
         try:
-            urllib.request.urlopen(url, timeout=2).read()
+            urllib.request.urlopen(url, timeout=2, context=probe).read()
             break
         except Exception:  # not up yet
             if time.monotonic() > deadline:
@@ -61,7 +157,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, lambda *_: stop.append(1))
     while not stop:
         time.sleep(0.1)
-    server.stop()
+    server.shutdown()
     return 0
 
 
@@ -90,8 +186,23 @@ def cmd_verify(args: argparse.Namespace) -> int:
                     local_sha = sha256(f.read())
             out[key] = {"size": len(data), "sha256": sha256(data), "local_sha256": local_sha,
                         "equal": local_sha == sha256(data),
-                        "meta_sha256": got.get("Metadata", {}).get("sha256")}
+                        "meta_sha256": got.get("Metadata", {}).get("sha256"),
+                        "etag": got["ETag"].strip('"'),
+                        "sse": got.get("ServerSideEncryption")}
     print(json.dumps(out, sort_keys=True))
+    return 0
+
+
+def cmd_get(args: argparse.Namespace) -> int:
+    body = client(args.endpoint).get_object(Bucket=args.bucket, Key=args.key)["Body"].read()
+    sys.stdout.buffer.write(body)
+    return 0
+
+
+def cmd_put(args: argparse.Namespace) -> int:
+    with open(args.file, "rb") as f:
+        client(args.endpoint).put_object(Bucket=args.bucket, Key=args.key, Body=f.read(),
+                                         Metadata={"sha256": args.sha256})
     return 0
 
 
@@ -100,14 +211,22 @@ def main(argv=None) -> int:
     sub = top.add_subparsers(dest="command", required=True)
     p = sub.add_parser("serve", help="moto's S3 server on 127.0.0.1:PORT")
     p.add_argument("--port", type=int, required=True)
+    p.add_argument("--tls", metavar="DIR", help="serve HTTPS; the CA and certificates go in DIR")
+    p.add_argument("--mutual", action="store_true", help="with --tls: require the client certificate")
     p.set_defaults(func=cmd_serve)
-    for name, func in (("mkbucket", cmd_mkbucket), ("verify", cmd_verify)):
+    for name, func in (("mkbucket", cmd_mkbucket), ("verify", cmd_verify), ("get", cmd_get),
+                       ("put", cmd_put)):
         c = sub.add_parser(name)
         c.add_argument("--endpoint", required=True, help="e.g. http://127.0.0.1:9000")
         c.add_argument("--bucket", required=True)
         if name == "verify":
             c.add_argument("--prefix", default="")
             c.add_argument("--dir", required=True, help="the local files, by name")
+        if name in ("get", "put"):
+            c.add_argument("--key", required=True)
+        if name == "put":
+            c.add_argument("--file", required=True)
+            c.add_argument("--sha256", required=True)
         c.set_defaults(func=func)
     args = top.parse_args(argv)
     try:

@@ -19,7 +19,7 @@ use crate::schema::{
 };
 use crate::values::{
     Addressing, CameraSourceKind, ClockSourceKind, Compression, EncoderChoice, GpioEdge, Located,
-    Rate, RateControl, RecordingMode, RosDistro, SourceFault, StorageBackend, SyntheticKind,
+    Rate, RateControl, RecordingMode, RosDistro, SourceFault, Sse, StorageBackend, SyntheticKind,
 };
 use crate::voltage::VoltageProfile;
 
@@ -115,13 +115,27 @@ section! {
         /// PEM file of the CA certificates the store's certificate must
         /// chain to; empty = the system's (default).
         ca_file: PathBuf = PathBuf::new(), path();
+        /// PEM certificate this vehicle shows the store (a store that asks
+        /// for client certificates, mutual TLS); empty = none (default).
+        /// With `client_key`.
+        client_cert: PathBuf = PathBuf::new(), path();
+        /// The PEM private key of `client_cert`, readable by its owner
+        /// only; empty = none (default).
+        client_key: PathBuf = PathBuf::new(), path();
+        /// Server-side encryption asked of the store for each object:
+        /// `none` (the bucket's default), `AES256` (SSE-S3) or `aws:kms`
+        /// (SSE-KMS, with `sse_kms_key_id`). Default `none`.
+        sse: Sse = Sse::None, choice(&Sse::ALL, Sse::as_str);
+        /// The KMS key (id or ARN) of `sse = "aws:kms"`; empty = the
+        /// store's default KMS key (default).
+        sse_kms_key_id: String = String::new(), read(offload::kms_key_id);
         /// Where multipart uploads in progress are journaled (upload id,
         /// each acknowledged part), so an upload cut by a crash or a power
         /// cut goes on where it stopped; empty = no journal (a cut upload
         /// starts over). Default `/data/edgerec/offload-journal`.
         journal_dir: PathBuf = PathBuf::from("/data/edgerec/offload-journal"), path();
     }
-    check offload::offload_endpoint_scheme;
+    check offload::check;
 }
 
 section! {

@@ -144,11 +144,7 @@ pub(crate) fn vehicle_id(cx: &Cx, field: &Field) -> Result<String> {
 }
 
 /// An `http://` endpoint only with `allow_http`.
-pub(crate) fn offload_endpoint_scheme(
-    cx: &Cx,
-    table: &Table,
-    config: &crate::OffloadConfig,
-) -> Result<()> {
+fn offload_endpoint_scheme(cx: &Cx, table: &Table, config: &crate::OffloadConfig) -> Result<()> {
     let Some(field) = table.field("endpoint") else {
         return Ok(());
     };
@@ -163,4 +159,65 @@ pub(crate) fn offload_endpoint_scheme(
         ));
     }
     Ok(())
+}
+
+/// The checks of `[offload]` that span keys.
+pub(crate) fn check(cx: &Cx, table: &Table, config: &crate::OffloadConfig) -> Result<()> {
+    offload_endpoint_scheme(cx, table, config)?;
+    offload_tls_and_sse(cx, table, config)
+}
+
+/// `client_cert` and `client_key` come together; a KMS key id only with
+/// `sse = "aws:kms"`.
+fn offload_tls_and_sse(cx: &Cx, table: &Table, config: &crate::OffloadConfig) -> Result<()> {
+    let cert = !config.client_cert.as_os_str().is_empty();
+    let key = !config.client_key.as_os_str().is_empty();
+    if cert != key {
+        let (have, missing) = if cert {
+            ("client_cert", "client_key")
+        } else {
+            ("client_key", "client_cert")
+        };
+        if let Some(field) = table.field(have) {
+            return Err(cx.at(
+                &field,
+                format!("offload.{have} is set but offload.{missing} is not"),
+                Some(format!(
+                    "a client certificate needs its private key: set offload.{missing} too, or \
+                     neither"
+                )),
+            ));
+        }
+    }
+    if !config.sse_kms_key_id.is_empty() && config.sse != crate::Sse::Kms {
+        if let Some(field) = table.field("sse_kms_key_id") {
+            return Err(cx.at(
+                &field,
+                "offload.sse_kms_key_id is only used with SSE-KMS",
+                Some("set offload.sse = \"aws:kms\", or remove sse_kms_key_id".to_owned()),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `offload.sse_kms_key_id`: a key id, alias or ARN (letters, digits and
+/// `-:/_.`), at most 2048 bytes; or empty.
+pub(crate) fn kms_key_id(cx: &Cx, field: &Field) -> Result<String> {
+    let id = cx.string(field)?;
+    let ok = id.len() <= 2048
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | ':' | '/' | '_' | '.'));
+    if !ok {
+        return Err(cx.at(
+            field,
+            format!("`{id}` is not a KMS key id"),
+            Some(
+                "write the key's id, alias or ARN, e.g. \"arn:aws:kms:eu-central-1:111122223333:key/1234abcd-12ab-34cd-56ef-1234567890ab\""
+                    .to_owned(),
+            ),
+        ));
+    }
+    Ok(id.to_owned())
 }

@@ -477,6 +477,32 @@ impl Addressing {
     }
 }
 
+/// Server-side encryption asked of the object store (`offload.sse`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sse {
+    /// None asked (the bucket's default applies).
+    None,
+    /// SSE-S3: the store's own keys (`AES256`).
+    S3,
+    /// SSE-KMS: a key of the store's key service (`aws:kms`).
+    Kms,
+}
+
+impl Sse {
+    /// Every choice, in the order the TOML spellings are listed.
+    pub const ALL: [Sse; 3] = [Sse::None, Sse::S3, Sse::Kms];
+
+    /// The TOML spelling, which is also the `x-amz-server-side-encryption`
+    /// header's value.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Sse::None => "none",
+            Sse::S3 => "AES256",
+            Sse::Kms => "aws:kms",
+        }
+    }
+}
+
 /// The edge of a GPIO line that fires a trigger (`trigger[].edge`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GpioEdge {

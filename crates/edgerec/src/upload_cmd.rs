@@ -4,7 +4,6 @@
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Instant;
 
 use edgerec_config::Config;
@@ -30,18 +29,17 @@ pub fn run(config: &Path, paths: &[PathBuf], quiet: bool) -> ExitCode {
             return ExitCode::from(EXIT_CONFIG);
         }
     };
-    let mut skipped = Vec::new();
-    let files = match upload::plan(paths, &settings, &mut skipped) {
-        Ok(f) => f,
+    let plan = match upload::plan(paths, &settings) {
+        Ok(p) => p,
         Err(e) => {
             eprintln!("edgerec upload: {e}");
             return ExitCode::from(1);
         }
     };
-    for s in &skipped {
+    for s in &plan.skipped {
         eprintln!("edgerec upload: not sent: {s}");
     }
-    let total: u64 = files.iter().map(|f| f.size).sum();
+    let total: u64 = plan.files.iter().map(|f| f.size).sum();
     let live = !quiet && std::io::stderr().is_terminal();
     let uploader = Uploader::new(client, &settings);
     let stale = uploader.abandon_stale();
@@ -51,83 +49,68 @@ pub fn run(config: &Path, paths: &[PathBuf], quiet: bool) -> ExitCode {
         );
     }
     let started = Instant::now();
-    let done_before = AtomicU64::new(0);
-    let (mut sent, mut skipped_n, mut sent_bytes, mut failed) = (0u64, 0u64, 0u64, Vec::new());
-    for f in &files {
-        let base = done_before.load(Ordering::Relaxed);
-        let progress = |bytes: u64| {
-            if live {
-                let done = base + bytes;
-                let secs = started.elapsed().as_secs_f64().max(0.001);
-                let rate = done as f64 / secs;
-                let eta = if rate > 0.0 {
-                    (total.saturating_sub(done)) as f64 / rate
-                } else {
-                    0.0
-                };
-                eprint!(
-                    "\r{:>6.1} of {:.1} MB  {:>6.1} MB/s  ETA {:>4.0} s   ",
-                    done as f64 / 1e6,
-                    total as f64 / 1e6,
-                    rate / 1e6,
-                    eta
-                );
-                let _ = std::io::stderr().flush();
-            }
-        };
-        match uploader.upload(f, &progress) {
-            Ok(FileOutcome::Sent {
-                bytes,
-                parts,
-                reused,
-            }) => {
-                sent += 1;
-                sent_bytes += bytes;
-                tracing::info!(
-                    "{} -> {} ({bytes} bytes, {parts} parts, {reused} of them from an upload cut before)",
-                    f.path.display(),
-                    f.key
-                );
-            }
-            Ok(FileOutcome::Skipped) => skipped_n += 1,
-            Err(e) => {
-                if live {
-                    eprintln!();
-                }
-                eprintln!("edgerec upload: {}: {e}", f.path.display());
-                // The same refusal (credentials, the bucket) would meet
-                // every other file.
-                let fatal = matches!(
-                    e,
-                    OffloadError::Refused {
-                        status: 401 | 403 | 404,
-                        ..
-                    }
-                );
-                failed.push(f.path.clone());
-                if fatal {
-                    break;
-                }
-            }
+    let progress = |done: u64| {
+        if live {
+            let secs = started.elapsed().as_secs_f64().max(0.001);
+            let rate = done as f64 / secs;
+            let eta = if rate > 0.0 {
+                (total.saturating_sub(done)) as f64 / rate
+            } else {
+                0.0
+            };
+            eprint!(
+                "\r{:>6.1} of {:.1} MB  {:>6.1} MB/s  ETA {:>4.0} s   ",
+                done as f64 / 1e6,
+                total as f64 / 1e6,
+                rate / 1e6,
+                eta
+            );
+            let _ = std::io::stderr().flush();
         }
-        done_before.fetch_add(f.size, Ordering::Relaxed);
+    };
+    let mut outcome = |path: &Path, key: &str, r: &Result<FileOutcome, OffloadError>| {
+        match r {
+        Ok(FileOutcome::Sent {
+            bytes,
+            parts,
+            reused,
+            ..
+        }) => tracing::info!(
+            "{} -> {key} ({bytes} bytes, {parts} parts, {reused} of them from an upload cut before)",
+            path.display()
+        ),
+        Ok(FileOutcome::Skipped { .. }) => {
+            tracing::info!("{} -> {key}: already there", path.display())
+        }
+        Err(e) => {
+            if live {
+                eprintln!();
+            }
+            eprintln!("edgerec upload: {}: {e}", path.display());
+        }
     }
+    };
+    let report = uploader.send(&plan, &settings.vehicle, &progress, &mut outcome);
     if live {
         eprintln!();
     }
     let secs = started.elapsed().as_secs_f64();
-    let not_tried = files.len() - sent as usize - skipped_n as usize - failed.len();
     println!(
-        "{sent} sent ({:.1} MB in {secs:.1} s, {:.1} MB/s), {skipped_n} already there, {} failed, \
-         {not_tried} not tried, {} left out; bucket {} at {}",
-        sent_bytes as f64 / 1e6,
-        sent_bytes as f64 / 1e6 / secs.max(0.001),
-        failed.len(),
-        skipped.len(),
+        "{} sent ({:.1} MB in {secs:.1} s, {:.1} MB/s), {} already there, {} failed, \
+         {} not tried, {} left out, {} of {} session manifests; bucket {} at {}",
+        report.sent,
+        report.sent_bytes as f64 / 1e6,
+        report.sent_bytes as f64 / 1e6 / secs.max(0.001),
+        report.skipped,
+        report.failed.len(),
+        report.not_tried,
+        plan.skipped.len(),
+        report.manifests,
+        plan.sessions.len(),
         settings.bucket,
         settings.endpoint
     );
-    if failed.is_empty() {
+    if report.failed.is_empty() && report.not_tried == 0 {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)

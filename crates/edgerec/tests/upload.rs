@@ -1,9 +1,12 @@
-//! `edgerec upload` end to end: `edgerec run` records a session for 3 s
-//! (a 400 Hz IMU and a camera-sized channel), then `edgerec upload`
-//! sends the session directory to a real S3 server (PyPI moto[server] on
-//! loopback, `tests/py/s3peer.py`) with the credentials in an owner-only
-//! shared-credentials file; boto3 reads every object back byte for byte.
-//! Run again, it sends nothing ("already there"). A credentials file
+//! `edgerec upload` end to end: `edgerec run` records the demo
+//! (config/demo.toml) for 10 s, then `edgerec upload` sends the session
+//! directory to a real S3 server over TLS (PyPI moto[server] on loopback
+//! with a CA the test makes, `tests/py/s3peer.py`) with the credentials
+//! in an owner-only shared-credentials file; boto3 reads every object
+//! back byte for byte.
+//! The session manifest follows: each file's SHA-256 (boto3's), the
+//! messages and start time metadata.yaml holds. Run again, it sends
+//! nothing ("already there"). A credentials file
 //! others can read is refused with exit 78 and the `chmod` that fixes it;
 //! a missing bucket ends with exit 1 and the fix; nothing local is ever
 //! deleted.
@@ -17,7 +20,33 @@ use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_edgerec");
 
-fn config(cfg: &Path, root: &Path, endpoint: &str, bucket: &str, creds: &Path) {
+/// `[offload]` for `server`'s `bucket`: https with its CA, or http.
+fn offload(root: &Path, server: &Moto, bucket: &str, creds: &Path) -> String {
+    let tls = match &server.tls {
+        Some(dir) => format!("ca_file = \"{}\"", dir.join("ca.pem").display()),
+        None => "allow_http = true".to_owned(),
+    };
+    format!(
+        r#"
+[offload]
+endpoint = "{endpoint}"
+{tls}
+bucket = "{bucket}"
+vehicle_id = "robot-7"
+key_template = "{{vehicle}}/{{date}}/{{session}}/{{file}}"
+credentials_file = "{creds}"
+journal_dir = "{journal}"
+part_size = "5MiB"
+concurrency = 4
+"#,
+        endpoint = server.endpoint,
+        creds = creds.display(),
+        journal = journal_dir(root).display(),
+    )
+}
+
+/// A recording of two synthetic topics into `root`, sent to `server`.
+fn config(cfg: &Path, root: &Path, server: &Moto, bucket: &str, creds: &Path) {
     std::fs::write(
         cfg,
         format!(
@@ -31,17 +60,6 @@ watchdog = ""
 fault_file = "{root}/last-fault.json"
 status_socket = "{root}/status.sock"
 
-[offload]
-endpoint = "{endpoint}"
-allow_http = true
-bucket = "{bucket}"
-vehicle_id = "robot-7"
-key_template = "{{vehicle}}/{{date}}/{{session}}/{{file}}"
-credentials_file = "{creds}"
-journal_dir = "{journal}"
-part_size = "5MiB"
-concurrency = {concurrency}
-
 [[sources.synthetic]]
 topic = "/imu"
 type = "sensor_msgs/msg/Imu"
@@ -52,12 +70,30 @@ topic = "/camera/image_raw"
 type = "sensor_msgs/msg/Image"
 rate = 20
 payload_size = 921600
-"#,
+{offload}"#,
             root = root.display(),
-            creds = creds.display(),
-            journal = journal_dir(root).display(),
-            concurrency = 4,
+            offload = offload(root, server, bucket, creds),
         ),
+    )
+    .unwrap();
+}
+
+/// `scripts/demo`'s configuration (config/demo.toml: IMU, lidar, camera
+/// topics and an H.265 test camera) recording into `root`, sent to
+/// `server`.
+fn demo_config(cfg: &Path, root: &Path, server: &Moto, bucket: &str, creds: &Path) {
+    let demo = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config/demo.toml"),
+    )
+    .unwrap();
+    assert!(
+        demo.contains("\"./data\""),
+        "config/demo.toml records into ./data"
+    );
+    let demo = demo.replace("\"./data", &format!("\"{}", root.display()));
+    std::fs::write(
+        cfg,
+        format!("{demo}\n{}", offload(root, server, bucket, creds)),
     )
     .unwrap();
 }
@@ -104,16 +140,24 @@ fn a_recorded_session_reaches_the_bucket_byte_for_byte() {
     if edgerec_testkit::skip_if_cannot_exec(BIN) {
         return;
     }
-    let server = Moto::start();
-    server.make_bucket("fleet-recordings");
     let d = tempfile::tempdir().unwrap();
+    let tls = d.path().join("tls");
+    std::fs::create_dir(&tls).unwrap();
+    let server = Moto::start_tls(&tls, false);
+    server.make_bucket("fleet-recordings");
     let root = d.path().join("data");
     let creds = credentials(d.path());
     let cfg = d.path().join("edgerec.toml");
-    config(&cfg, &root, &server.endpoint, "fleet-recordings", &creds);
+    demo_config(&cfg, &root, &server, "fleet-recordings", &creds);
 
     let run = Command::new(BIN)
-        .args(["run", "--config", cfg.to_str().unwrap(), "--duration", "3s"])
+        .args([
+            "run",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--duration",
+            "10s",
+        ])
         .env("EDGEREC_LOG", "warn")
         .output()
         .unwrap();
@@ -144,15 +188,49 @@ fn a_recorded_session_reaches_the_bucket_byte_for_byte() {
         "{summary}"
     );
 
-    // boto3 reads every file back, byte for byte, under the template.
+    // boto3 reads every file back, byte for byte, under the template,
+    // and the session manifest.
     let v = server.verify("fleet-recordings", "robot-7/", &session);
     let objects = v.as_object().unwrap();
-    assert_eq!(objects.len(), local.len(), "{v:#}");
+    assert_eq!(objects.len(), local.len() + 1, "{v:#}");
     let date = edgerec_offload::key::date_from_session(&name).unwrap();
     for f in &local {
         let key = format!("robot-7/{date}/{name}/{f}");
         assert_eq!(v[&key]["equal"], true, "{key}: {v:#}");
     }
+    // The manifest: every file with boto3's SHA-256 of it, and the
+    // messages and time range the recorder wrote in metadata.yaml.
+    let m: serde_json::Value = serde_json::from_str(&server.get(
+        "fleet-recordings",
+        &format!("robot-7/{date}/{name}/manifest.json"),
+    ))
+    .unwrap();
+    assert_eq!(
+        (m["vehicle"].as_str(), m["session"].as_str()),
+        (Some("robot-7"), Some(name.as_str()))
+    );
+    let files = m["files"].as_array().unwrap();
+    assert_eq!(files.len(), local.len(), "{m:#}");
+    for f in files {
+        let key = format!("robot-7/{date}/{name}/{}", f["file"].as_str().unwrap());
+        assert_eq!(f["sha256"], v[&key]["sha256"], "{key}: {m:#}");
+    }
+    let meta = std::fs::read_to_string(session.join("metadata.yaml")).unwrap();
+    let field = |name: &str| -> u64 {
+        meta.lines()
+            .find_map(|l| l.trim().strip_prefix(name))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{name} in metadata.yaml: {meta}"))
+    };
+    let messages = field("message_count:");
+    assert!(messages > 1000, "{meta}");
+    assert_eq!(m["messages"], messages, "{m:#}");
+    let start = field("nanoseconds_since_epoch:");
+    assert_eq!(m["start_ns"], start, "{m:#}");
+    assert!(
+        m["end_ns"].as_u64().unwrap() > start + 2_000_000_000,
+        "{m:#}"
+    );
 
     // Again: nothing to send, nothing deleted.
     let o = upload(&cfg, &session);
@@ -160,7 +238,8 @@ fn a_recorded_session_reaches_the_bucket_byte_for_byte() {
     let again = String::from_utf8_lossy(&o.stdout).into_owned();
     assert!(
         again.starts_with("0 sent (0.0 MB")
-            && again.contains(&format!("{} already there", local.len())),
+            && again.contains(&format!("{} already there", local.len()))
+            && again.contains("1 of 1 session manifests"),
         "{again}"
     );
     assert_eq!(std::fs::read_dir(&session).unwrap().count(), local.len());
@@ -173,7 +252,7 @@ fn a_recorded_session_reaches_the_bucket_byte_for_byte() {
     std::fs::set_permissions(&creds, std::fs::Permissions::from_mode(0o600)).unwrap();
 
     // A bucket that does not exist: exit 1, the fix named.
-    config(&cfg, &root, &server.endpoint, "no-such-bucket", &creds);
+    demo_config(&cfg, &root, &server, "no-such-bucket", &creds);
     let o = upload(&cfg, &session);
     assert_eq!(o.status.code(), Some(1), "{}", text(&o));
     assert!(
@@ -228,7 +307,7 @@ fn a_killed_upload_goes_on_and_sends_no_acknowledged_part_again() {
     std::fs::write(session.join("demo_20261206T101500Z_0.mcap"), &data).unwrap();
     let creds = credentials(d.path());
     let cfg = d.path().join("edgerec.toml");
-    config(&cfg, &root, &server.endpoint, "fleet-recordings", &creds);
+    config(&cfg, &root, &server, "fleet-recordings", &creds);
     let one_at_a_time = std::fs::read_to_string(&cfg)
         .unwrap()
         .replace("concurrency = 4", "concurrency = 1");
@@ -311,9 +390,11 @@ fn a_killed_upload_goes_on_and_sends_no_acknowledged_part_again() {
 
     let v = server.verify("fleet-recordings", "robot-7/", &session);
     let objects = v.as_object().unwrap();
-    assert_eq!(objects.len(), 1, "{v:#}");
+    assert_eq!(objects.len(), 2, "{v:#}");
     for (key, o) in objects {
-        assert_eq!(o["equal"], true, "{key}: {o}");
+        if !key.ends_with("/manifest.json") {
+            assert_eq!(o["equal"], true, "{key}: {o}");
+        }
     }
     assert_eq!(std::fs::read_dir(&journal).unwrap().count(), 0);
 }

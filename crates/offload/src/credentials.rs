@@ -59,40 +59,74 @@ fn refuse(path: &Path, message: impl Into<String>) -> OffloadError {
 }
 
 fn from_file(path: &Path, profile: &str) -> Result<Secret, OffloadError> {
-    let meta = std::fs::metadata(path).map_err(|e| OffloadError::Io {
+    let bytes = read_private(path, "credentials file", MAX_FILE)?;
+    let text = String::from_utf8(bytes).map_err(|_| refuse(path, "not UTF-8 text"))?;
+    parse(&text, profile, path)
+}
+
+/// The bytes of a file that holds a secret (`what`: the credentials
+/// file, the client key), refused unread unless it is a regular file (not
+/// a symbolic link), readable by its owner only and at most `max` bytes.
+/// Opened once and checked through that descriptor, so what is checked is
+/// what is read.
+pub fn read_private(path: &Path, what: &str, max: u64) -> Result<Vec<u8>, OffloadError> {
+    use std::io::Read as _;
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| {
+            if e.raw_os_error() == Some(libc::ELOOP) {
+                refuse(
+                    path,
+                    format!("the {what} is a symbolic link: name the file itself"),
+                )
+            } else {
+                OffloadError::Io {
+                    path: path.to_path_buf(),
+                    what: "open",
+                    source: e,
+                }
+            }
+        })?;
+    let meta = f.metadata().map_err(|e| OffloadError::Io {
         path: path.to_path_buf(),
-        what: "read the credentials file's metadata",
+        what: "read the metadata of",
         source: e,
     })?;
     if !meta.is_file() {
-        return Err(refuse(path, "not a regular file"));
+        return Err(refuse(path, format!("the {what} is not a regular file")));
     }
     let mode = meta.mode() & 0o777;
     if mode & 0o077 != 0 {
         return Err(refuse(
             path,
             format!(
-                "readable by others (mode {mode:04o}): the secret key in it must be the \
+                "readable by others (mode {mode:04o}): the secret in the {what} must be the \
                  owner's alone; run `chmod 600 {}`",
                 path.display()
             ),
         ));
     }
-    if meta.len() > MAX_FILE {
+    if meta.len() > max {
         return Err(refuse(
             path,
-            format!(
-                "{} bytes: not a credentials file (at most {MAX_FILE})",
-                meta.len()
-            ),
+            format!("{} bytes: not a {what} (at most {max})", meta.len()),
         ));
     }
-    let text = std::fs::read_to_string(path).map_err(|e| OffloadError::Io {
-        path: path.to_path_buf(),
-        what: "read",
-        source: e,
-    })?;
-    parse(&text, profile, path)
+    let mut out = Vec::new();
+    f.take(max + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| OffloadError::Io {
+            path: path.to_path_buf(),
+            what: "read",
+            source: e,
+        })?;
+    if out.len() as u64 > max {
+        return Err(refuse(path, format!("grew past {max} bytes while read")));
+    }
+    Ok(out)
 }
 
 /// The credentials of `profile` in the text of a shared-credentials file

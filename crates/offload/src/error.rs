@@ -38,6 +38,18 @@ pub enum OffloadError {
         /// What the HTTP client said.
         message: String,
     },
+    /// The TLS handshake failed: the store's certificate is not trusted,
+    /// or the store refused this vehicle's. Not retried: a setting fixes
+    /// it.
+    #[error("{op} {key}: TLS with the store failed: {message} (the store's certificate must chain to offload.ca_file, or to the system's CAs when it is empty, and name the endpoint's host; a store that asks for a client certificate needs offload.client_cert and offload.client_key)")]
+    Tls {
+        /// The request.
+        op: String,
+        /// The object key.
+        key: String,
+        /// What rustls said.
+        message: String,
+    },
     /// The store refused the request.
     #[error("{op} {key}: the store answered {status} {code}: {message}{}", fix.as_deref().map(|f| format!(" ({f})")).unwrap_or_default())]
     Refused {

@@ -15,17 +15,23 @@
 //!   parts, durable on the data partition, so a cut upload goes on;
 //! - [`upload`]: one file (a single PUT, or a multipart upload in parts
 //!   sent `concurrency` at a time, each with the Content-MD5 the store
-//!   checks), and a bag directory in order, `metadata.yaml` last;
+//!   checks, the object's ETag checked after), and a bag directory in
+//!   order, `metadata.yaml` and then the session [`manifest`] last;
+//! - [`manifest`]: what a session holds (each file's size, SHA-256,
+//!   messages and time range), sent after its files;
 //! - [`error`]: what can go wrong, each with its place and its fix.
 //!
 //! A file counts as uploaded when the store holds an object at its key
-//! with its size and the SHA-256 the upload stored in the object's
-//! metadata (`x-amz-meta-sha256`); such a file is skipped the next time.
+//! with its size, the ETag its part MD5s give (not compared under
+//! SSE-KMS, whose ETags are opaque) and the SHA-256 the upload stored in
+//! the object's metadata (`x-amz-meta-sha256`); such a file is skipped
+//! the next time.
 
 pub mod credentials;
 pub mod error;
 pub mod journal;
 pub mod key;
+pub mod manifest;
 pub mod reply;
 pub mod s3;
 pub mod settings;
@@ -33,4 +39,4 @@ pub mod upload;
 
 pub use error::OffloadError;
 pub use settings::Settings;
-pub use upload::{FileOutcome, PlannedFile, Uploader};
+pub use upload::{FileOutcome, Plan, PlannedFile, Report, Uploader};

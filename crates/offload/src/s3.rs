@@ -50,6 +50,8 @@ pub struct ObjectInfo {
     pub size: u64,
     /// The SHA-256 an upload stored with it, if any.
     pub sha256: Option<String>,
+    /// Its ETag, without quotes.
+    pub etag: Option<String>,
 }
 
 /// A connection to one bucket.
@@ -57,6 +59,48 @@ pub struct Client {
     bucket: Bucket,
     credentials: Credentials,
     agent: ureq::Agent,
+    /// The server-side encryption headers of each upload.
+    sse: Vec<(&'static str, String)>,
+}
+
+/// A private key file (PEM) larger than this is refused unread.
+const MAX_KEY_FILE: u64 = 64 << 10;
+
+/// The client certificate of mutual TLS, when `client_cert` is set: its
+/// chain (PEM) and its private key (PEM, owner-only).
+fn client_cert(settings: &Settings) -> Result<Option<ureq::tls::ClientCert>, OffloadError> {
+    if settings.client_cert.as_os_str().is_empty() {
+        return Ok(None);
+    }
+    let pem = std::fs::read(&settings.client_cert).map_err(|e| OffloadError::Io {
+        path: settings.client_cert.clone(),
+        what: "read offload.client_cert",
+        source: e,
+    })?;
+    let chain: Vec<ureq::tls::Certificate<'static>> = ureq::tls::parse_pem(&pem)
+        .filter_map(|item| match item {
+            Ok(ureq::tls::PemItem::Certificate(c)) => Some(c),
+            _ => None,
+        })
+        .collect();
+    if chain.is_empty() {
+        return Err(OffloadError::NotConfigured(format!(
+            "{}: offload.client_cert holds no PEM certificate",
+            settings.client_cert.display()
+        )));
+    }
+    let key_pem = crate::credentials::read_private(
+        &settings.client_key,
+        "client key (offload.client_key)",
+        MAX_KEY_FILE,
+    )?;
+    let key = ureq::tls::PrivateKey::from_pem(&key_pem).map_err(|e| {
+        OffloadError::NotConfigured(format!(
+            "{}: offload.client_key holds no PEM private key ({e})",
+            settings.client_key.display()
+        ))
+    })?;
+    Ok(Some(ureq::tls::ClientCert::new_with_certs(&chain, key)))
 }
 
 /// A reply read: status, the headers asked for, the body (at most
@@ -150,6 +194,7 @@ impl Client {
         };
         let tls = ureq::tls::TlsConfig::builder()
             .root_certs(root_certs(&settings.ca_file)?)
+            .client_cert(client_cert(settings)?)
             .build();
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .http_status_as_error(false)
@@ -167,6 +212,7 @@ impl Client {
             bucket,
             credentials,
             agent,
+            sse: settings.sse_headers(),
         })
     }
 
@@ -177,7 +223,7 @@ impl Client {
         url: &url::Url,
         headers: &[(&str, &str)],
         body: Option<&[u8]>,
-    ) -> Result<Reply, String> {
+    ) -> Result<Reply, (String, bool)> {
         let url = url.as_str();
         let resp = if method == "PUT" || method == "POST" {
             let mut rb = if method == "PUT" {
@@ -200,7 +246,7 @@ impl Client {
             }
             rb.call()
         }
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| (e.to_string(), is_tls_failure(&e)))?;
         let header = |k: &str| {
             resp.headers()
                 .get(k)
@@ -282,7 +328,15 @@ impl Client {
                         r.retry_after,
                     )
                 }
-                Err(message) => (
+                Err((message, true)) => (
+                    OffloadError::Tls {
+                        op: op.to_owned(),
+                        key: key.to_owned(),
+                        message,
+                    },
+                    None,
+                ),
+                Err((message, false)) => (
                     OffloadError::Transport {
                         op: op.to_owned(),
                         key: key.to_owned(),
@@ -314,23 +368,32 @@ impl Client {
         Ok(Some(ObjectInfo {
             size: r.length.unwrap_or(0),
             sha256: r.sha256,
+            etag: r.etag.map(|e| e.trim_matches('"').to_owned()),
         }))
     }
 
-    /// One PUT of the whole object, with its Content-MD5 and SHA-256.
-    pub fn put(&self, key: &str, body: &[u8], sha256: &str) -> Result<String, OffloadError> {
-        let md5 = content_md5(body);
+    /// One PUT of the whole object, with its Content-MD5 (base64, of the
+    /// bytes the caller read before: the store refuses the body if it is
+    /// not what was hashed), its SHA-256 and the server-side encryption
+    /// asked.
+    pub fn put(
+        &self,
+        key: &str,
+        body: &[u8],
+        md5: &str,
+        sha256: &str,
+    ) -> Result<String, OffloadError> {
         let make = || {
             let mut a = self.bucket.put_object(Some(&self.credentials), key);
-            a.headers_mut().insert("content-md5", md5.clone());
-            a.headers_mut().insert(SHA256_META, sha256.to_owned());
-            (
-                a.sign(SIGNED_FOR),
-                vec![
-                    ("content-md5".to_owned(), md5.clone()),
-                    (SHA256_META.to_owned(), sha256.to_owned()),
-                ],
-            )
+            let mut headers = vec![
+                ("content-md5".to_owned(), md5.to_owned()),
+                (SHA256_META.to_owned(), sha256.to_owned()),
+            ];
+            headers.extend(self.sse.iter().map(|(k, v)| ((*k).to_owned(), v.clone())));
+            for (k, v) in &headers {
+                a.headers_mut().insert(k.clone(), v.clone());
+            }
+            (a.sign(SIGNED_FOR), headers)
         };
         let r = self.call("PUT", key, &make, "PUT", Some(body), &[])?;
         Ok(r.etag.unwrap_or_default())
@@ -343,6 +406,8 @@ impl Client {
         // model (moto, and some gateways) want `?uploads` with no value.
         let make = || {
             let c = &self.credentials;
+            let mut headers = vec![(SHA256_META, sha256)];
+            headers.extend(self.sse.iter().map(|(k, v)| (*k, v.as_str())));
             let url = rusty_s3::signing::sign(
                 &jiff::Timestamp::now(),
                 rusty_s3::Method::Post,
@@ -353,9 +418,13 @@ impl Client {
                 self.bucket.region(),
                 SIGNED_FOR.as_secs(),
                 [("uploads", "")].into_iter(),
-                [(SHA256_META, sha256)].into_iter(),
+                headers.iter().copied(),
             );
-            (url, vec![(SHA256_META.to_owned(), sha256.to_owned())])
+            let headers = headers
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect();
+            (url, headers)
         };
         let r = self.call("CreateMultipartUpload", key, &make, "POST", None, &[])?;
         CreateMultipartUpload::parse_response(&r.body)
@@ -496,6 +565,23 @@ impl Client {
         };
         self.call("AbortMultipartUpload", key, &make, "DELETE", None, &[404])
             .map(|_| ())
+    }
+}
+
+/// Whether `e` is the TLS handshake failing (the store's certificate not
+/// trusted, the store refusing ours): a setting to fix, not a link that
+/// may come back. ureq passes rustls's handshake errors inside an I/O
+/// error, so its text is what tells them apart.
+fn is_tls_failure(e: &ureq::Error) -> bool {
+    match e {
+        ureq::Error::Rustls(_) | ureq::Error::Tls(_) | ureq::Error::Pem(_) => true,
+        ureq::Error::Io(io) => {
+            let text = io.to_string();
+            text.contains("peer certificate")
+                || text.contains("fatal alert")
+                || text.contains("peer sent no certificates")
+        }
+        _ => false,
     }
 }
 

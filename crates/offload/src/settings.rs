@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use edgerec_config::{Addressing, OffloadConfig};
+use edgerec_config::{Addressing, OffloadConfig, Sse};
 
 use crate::OffloadError;
 
@@ -33,11 +33,42 @@ pub struct Settings {
     /// CA certificates (PEM) for the store's certificate; empty = the
     /// system's.
     pub ca_file: PathBuf,
+    /// The client certificate (PEM) for mutual TLS, and its key; empty =
+    /// none.
+    pub client_cert: PathBuf,
+    /// The client certificate's private key (PEM, owner-only).
+    pub client_key: PathBuf,
+    /// Server-side encryption asked for each object.
+    pub sse: Sse,
+    /// The KMS key of SSE-KMS; empty = the store's default.
+    pub sse_kms_key_id: String,
     /// The upload journal's directory; empty = none.
     pub journal_dir: PathBuf,
 }
 
 impl Settings {
+    /// Whether the store's ETags are the MD5s S3 defines (of the object,
+    /// or of its parts' MD5s for a multipart upload): true unless SSE-KMS
+    /// is asked, under which S3's ETags are opaque.
+    pub fn etag_is_md5(&self) -> bool {
+        self.sse != Sse::Kms
+    }
+
+    /// The `x-amz-server-side-encryption*` headers each upload carries.
+    pub fn sse_headers(&self) -> Vec<(&'static str, String)> {
+        let mut out = Vec::new();
+        if self.sse != Sse::None {
+            out.push(("x-amz-server-side-encryption", self.sse.as_str().to_owned()));
+        }
+        if self.sse == Sse::Kms && !self.sse_kms_key_id.is_empty() {
+            out.push((
+                "x-amz-server-side-encryption-aws-kms-key-id",
+                self.sse_kms_key_id.clone(),
+            ));
+        }
+        out
+    }
+
     /// The settings of `cfg`, or why it names no store.
     pub fn from_config(cfg: &OffloadConfig) -> Result<Settings, OffloadError> {
         if cfg.endpoint.is_empty() || cfg.bucket.is_empty() {
@@ -63,6 +94,10 @@ impl Settings {
             part_size: cfg.part_size,
             concurrency: cfg.concurrency.max(1) as usize,
             ca_file: cfg.ca_file.clone(),
+            client_cert: cfg.client_cert.clone(),
+            client_key: cfg.client_key.clone(),
+            sse: cfg.sse,
+            sse_kms_key_id: cfg.sse_kms_key_id.clone(),
             journal_dir: cfg.journal_dir.clone(),
         })
     }

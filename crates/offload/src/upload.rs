@@ -5,23 +5,30 @@
 //! fits in a part, else as a multipart upload whose parts are read with
 //! `pread` and sent `concurrency` at a time, each with its Content-MD5;
 //! what was read is dropped from the page cache, so an upload does not
-//! push the recording's pages out. A file is skipped when the store
-//! already holds it (same size, same SHA-256 in the object's metadata),
-//! and checked after it is sent: the store's size must be the file's.
+//! push the recording's pages out. One read before sending computes the
+//! file's SHA-256 and the MD5 of each part; each request carries its
+//! part's MD5 as Content-MD5, so the store refuses bytes that are not
+//! the ones hashed, and the object's ETag after the upload must be the
+//! one those MD5s give (S3's: the MD5 of a single PUT; the MD5 of the
+//! parts' MD5s and `-N` for N parts), else the file is sent again, and
+//! never deleted. A file is skipped when the store already holds it
+//! (same size, ETag and SHA-256 in the object's metadata). After every
+//! file of a bag directory, its [`crate::manifest`] is sent last.
 
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use sha2::Digest as _;
-
 use std::collections::BTreeMap;
+
+use sha2::Digest as _;
 
 use crate::error::io;
 use crate::journal::{Entry, Header, Journal, Part};
 use crate::key::{date_from_session, date_from_unix, object_key, KeyParts};
-use crate::s3::{content_md5, Client};
+use crate::manifest::MANIFEST;
+use crate::s3::Client;
 use crate::settings::Settings;
 use crate::OffloadError;
 
@@ -40,10 +47,35 @@ pub struct PlannedFile {
     pub key: String,
     /// Its size when planned.
     pub size: u64,
+    /// The bag directory it belongs to (an index into
+    /// [`Plan::sessions`]), if it was given as one.
+    pub session: Option<usize>,
+}
+
+/// A bag directory to send: its manifest follows its files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlannedSession {
+    /// The directory's name.
+    pub name: String,
+    /// The manifest's object key.
+    pub manifest_key: String,
+    /// Its files left out, each with why.
+    pub left_out: Vec<String>,
+}
+
+/// What to send, in order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Plan {
+    /// The files.
+    pub files: Vec<PlannedFile>,
+    /// The bag directories among the paths.
+    pub sessions: Vec<PlannedSession>,
+    /// What is not sent, each with why.
+    pub skipped: Vec<String>,
 }
 
 /// What became of a file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum FileOutcome {
     /// Sent: its bytes, in this many parts (1 for a single PUT), of
     /// which `reused` were at the store already (an upload that went on
@@ -55,19 +87,30 @@ pub enum FileOutcome {
         parts: u64,
         /// Parts the store held from before, not sent again.
         reused: u64,
+        /// The file's SHA-256, hex.
+        sha256: String,
     },
     /// The store already held it.
-    Skipped,
+    Skipped {
+        /// The file's SHA-256, hex.
+        sha256: String,
+    },
+}
+
+impl FileOutcome {
+    /// The file's SHA-256, hex.
+    pub fn sha256(&self) -> &str {
+        match self {
+            FileOutcome::Sent { sha256, .. } | FileOutcome::Skipped { sha256 } => sha256,
+        }
+    }
 }
 
 /// The files of `paths` (bag directories or files) with their keys, in
-/// the order they are sent; what is left out is said in `skipped`.
-pub fn plan(
-    paths: &[PathBuf],
-    settings: &Settings,
-    skipped: &mut Vec<String>,
-) -> Result<Vec<PlannedFile>, OffloadError> {
-    let mut out = Vec::new();
+/// the order they are sent, and what is left out.
+pub fn plan(paths: &[PathBuf], settings: &Settings) -> Result<Plan, OffloadError> {
+    let mut plan = Plan::default();
+    let (out, skipped) = (&mut plan.files, &mut plan.skipped);
     for p in paths {
         let meta = std::fs::metadata(p).map_err(io(p, "read"))?;
         if meta.is_dir() {
@@ -77,6 +120,7 @@ pub fn plan(
                 .and_then(|c| c.file_name().map(|n| n.to_string_lossy().into_owned()))
                 .unwrap_or_else(|| "session".to_owned());
             let mut files: Vec<(PathBuf, u64, i64)> = Vec::new();
+            let mut left_out = Vec::new();
             for e in std::fs::read_dir(p).map_err(io(p, "list"))? {
                 let e = e.map_err(io(p, "list"))?;
                 let path = e.path();
@@ -91,6 +135,16 @@ pub fn plan(
                         "{}: still being written, or cut by a power loss (`edgerec recover` it first)",
                         path.display()
                     ));
+                    left_out.push(format!(
+                        "{name}: still being written, or cut by a power loss"
+                    ));
+                    continue;
+                }
+                if name == MANIFEST {
+                    skipped.push(format!(
+                        "{}: the session's manifest is made by the upload; a file of that name is not sent",
+                        path.display()
+                    ));
                     continue;
                 }
                 files.push((path, m.len(), mtime(&m)));
@@ -102,14 +156,25 @@ pub fn plan(
             });
             let date = date_from_session(&session)
                 .unwrap_or_else(|| date_from_unix(files.iter().map(|f| f.2).min().unwrap_or(0)));
+            let index = plan.sessions.len();
             for (path, size, _) in files {
                 let file = path
                     .file_name()
                     .map(|n| n.to_string_lossy().into_owned())
                     .unwrap_or_default();
                 let key = key_for(settings, &session, &file, &date);
-                out.push(PlannedFile { path, key, size });
+                out.push(PlannedFile {
+                    path,
+                    key,
+                    size,
+                    session: Some(index),
+                });
             }
+            plan.sessions.push(PlannedSession {
+                manifest_key: key_for(settings, &session, MANIFEST, &date),
+                name: session,
+                left_out,
+            });
         } else if meta.is_file() {
             let file = p
                 .file_name()
@@ -122,12 +187,13 @@ pub fn plan(
                 path: p.clone(),
                 key,
                 size: meta.len(),
+                session: None,
             });
         } else {
             skipped.push(format!("{}: not a file or a directory", p.display()));
         }
     }
-    Ok(out)
+    Ok(plan)
 }
 
 fn key_for(settings: &Settings, session: &str, file: &str, date: &str) -> String {
@@ -146,11 +212,58 @@ fn mtime(m: &std::fs::Metadata) -> i64 {
     std::os::unix::fs::MetadataExt::mtime(m)
 }
 
-/// The SHA-256 of `path`, hex, read once through a 1 MiB buffer (and let
-/// go of in the page cache).
-pub fn sha256_file(path: &Path) -> Result<String, OffloadError> {
+/// What a file is, from one read: its size, its SHA-256 and the MD5 of
+/// each part it is sent in (one part when it fits in one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Digests {
+    /// Bytes read.
+    pub size: u64,
+    /// SHA-256, hex.
+    pub sha256: String,
+    /// The MD5 of each part, in order.
+    pub part_md5: Vec<[u8; 16]>,
+}
+
+impl Digests {
+    /// The ETag S3 gives the object once sent: the MD5 of a single PUT,
+    /// or the MD5 of the parts' MD5s and `-N`; hex, without quotes.
+    pub fn etag(&self) -> String {
+        match self.part_md5.as_slice() {
+            [one] => hex(one),
+            parts => {
+                let mut h = md5::Md5::new();
+                for p in parts {
+                    h.update(p);
+                }
+                format!("{}-{}", hex(&h.finalize()), parts.len())
+            }
+        }
+    }
+
+    /// Content-MD5 (base64) of part `i` (from 0).
+    pub fn content_md5(&self, i: usize) -> String {
+        use base64::Engine as _;
+        self.part_md5
+            .get(i)
+            .map(|d| base64::engine::general_purpose::STANDARD.encode(d))
+            .unwrap_or_default()
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The [`Digests`] of `path` sent in parts of `part_size` (one part when
+/// it is no larger), read once through a 1 MiB buffer and let go of in
+/// the page cache.
+pub fn digests(path: &Path, part_size: u64) -> Result<Digests, OffloadError> {
     let f = std::fs::File::open(path).map_err(io(path, "open"))?;
-    let mut h = sha2::Sha256::new();
+    let part_size = part_size.max(1);
+    let mut sha = sha2::Sha256::new();
+    let mut part = md5::Md5::new();
+    let mut in_part = 0u64;
+    let mut parts = Vec::new();
     let mut buf = vec![0u8; 1 << 20];
     let mut off = 0u64;
     loop {
@@ -158,11 +271,29 @@ pub fn sha256_file(path: &Path) -> Result<String, OffloadError> {
         if n == 0 {
             break;
         }
-        h.update(&buf[..n]);
+        sha.update(&buf[..n]);
+        let mut rest = &buf[..n];
+        while !rest.is_empty() {
+            let take = rest.len().min((part_size - in_part) as usize);
+            part.update(&rest[..take]);
+            in_part += take as u64;
+            rest = &rest[take..];
+            if in_part == part_size {
+                parts.push(part.finalize_reset().into());
+                in_part = 0;
+            }
+        }
         drop_cache(&f, off, n as u64);
         off += n as u64;
     }
-    Ok(h.finalize().iter().map(|b| format!("{b:02x}")).collect())
+    if in_part > 0 || parts.is_empty() {
+        parts.push(part.finalize().into());
+    }
+    Ok(Digests {
+        size: off,
+        sha256: hex(&sha.finalize()),
+        part_md5: parts,
+    })
 }
 
 /// Tells the kernel the pages of `[off, off + len)` are not needed again.
@@ -196,6 +327,7 @@ pub struct Uploader {
     journal: Option<Journal>,
     endpoint: String,
     bucket: String,
+    etag_is_md5: bool,
 }
 
 impl Uploader {
@@ -209,6 +341,7 @@ impl Uploader {
                 .then(|| Journal::new(&settings.journal_dir)),
             endpoint: settings.endpoint.clone(),
             bucket: settings.bucket.clone(),
+            etag_is_md5: settings.etag_is_md5(),
         }
     }
 
@@ -218,7 +351,9 @@ impl Uploader {
     }
 
     /// Sends `f` unless the store holds it already; `progress` is told
-    /// the bytes sent as each part is acknowledged.
+    /// the bytes sent as each part is acknowledged. An object that is not
+    /// the file after the upload (its size or ETag differ) is sent once
+    /// more, then reported as [`OffloadError::Mismatch`].
     pub fn upload(
         &self,
         f: &PlannedFile,
@@ -227,40 +362,75 @@ impl Uploader {
         let size = std::fs::metadata(&f.path)
             .map_err(io(&f.path, "read"))?
             .len();
-        let sha = sha256_file(&f.path)?;
+        let n = size.div_ceil(self.part_size);
+        if n > MAX_PARTS {
+            return Err(OffloadError::NotConfigured(format!(
+                "{}: {size} bytes would take {n} parts, more than S3's {MAX_PARTS}: raise \
+                 offload.part_size to at least {} bytes",
+                f.path.display(),
+                size.div_ceil(MAX_PARTS)
+            )));
+        }
+        let d = digests(&f.path, self.part_size)?;
+        if d.size != size {
+            return Err(changed(&f.path));
+        }
         if let Some(have) = self.client.head(&f.key)? {
-            if have.size == size && have.sha256.as_deref() == Some(sha.as_str()) {
-                return Ok(FileOutcome::Skipped);
+            if self.holds(&have, &d) {
+                return Ok(FileOutcome::Skipped { sha256: d.sha256 });
             }
         }
-        let parts = if size <= self.part_size {
-            let body = std::fs::read(&f.path).map_err(io(&f.path, "read"))?;
-            if body.len() as u64 != size {
-                return Err(changed(&f.path));
+        let mut tries = 0;
+        loop {
+            tries += 1;
+            let (parts, reused) = if size <= self.part_size {
+                let body = std::fs::read(&f.path).map_err(io(&f.path, "read"))?;
+                if body.len() as u64 != size {
+                    return Err(changed(&f.path));
+                }
+                self.client
+                    .put(&f.key, &body, &d.content_md5(0), &d.sha256)?;
+                progress(size);
+                (1, 0)
+            } else {
+                self.multipart(f, &d, progress)?
+            };
+            // What the store holds now must be the file.
+            let what = match self.client.head(&f.key)? {
+                Some(have) if self.holds(&have, &d) => {
+                    return Ok(FileOutcome::Sent {
+                        bytes: size,
+                        parts,
+                        reused,
+                        sha256: d.sha256,
+                    })
+                }
+                Some(have) if have.size != size => format!("{} bytes, the file {size}", have.size),
+                Some(have) => format!(
+                    "ETag {}, where the file's part MD5s give {}",
+                    have.etag.as_deref().unwrap_or("(none)"),
+                    d.etag()
+                ),
+                None => "no object".to_owned(),
+            };
+            let err = OffloadError::Mismatch {
+                key: f.key.clone(),
+                what,
+            };
+            if tries >= 2 {
+                return Err(err);
             }
-            self.client.put(&f.key, &body, &sha)?;
-            progress(size);
-            (1, 0)
-        } else {
-            self.multipart(f, size, &sha, progress)?
-        };
-        let (parts, reused) = parts;
-        // What the store holds now must be the file.
-        match self.client.head(&f.key)? {
-            Some(have) if have.size == size => Ok(FileOutcome::Sent {
-                bytes: size,
-                parts,
-                reused,
-            }),
-            Some(have) => Err(OffloadError::Mismatch {
-                key: f.key.clone(),
-                what: format!("{} bytes, the file {size}", have.size),
-            }),
-            None => Err(OffloadError::Mismatch {
-                key: f.key.clone(),
-                what: "no object".to_owned(),
-            }),
+            tracing::warn!("{err}; sending it again now");
         }
+    }
+
+    /// Whether the object `have` is the file of digests `d`: its size,
+    /// the SHA-256 the upload stored, and (unless SSE-KMS makes ETags
+    /// opaque) its ETag.
+    fn holds(&self, have: &crate::s3::ObjectInfo, d: &Digests) -> bool {
+        have.size == d.size
+            && have.sha256.as_deref() == Some(d.sha256.as_str())
+            && (!self.etag_is_md5 || have.etag.as_deref() == Some(d.etag().as_str()))
     }
 
     /// Where a multipart upload of `f` stands: the upload a journal says
@@ -343,23 +513,16 @@ impl Uploader {
         })
     }
 
-    /// Sends `f` in parts; (parts, parts reused from a cut upload).
+    /// Sends `f` in parts, each with its MD5 from `d`; (parts, parts
+    /// reused from a cut upload).
     fn multipart(
         &self,
         f: &PlannedFile,
-        size: u64,
-        sha: &str,
+        d: &Digests,
         progress: &(dyn Fn(u64) + Sync),
     ) -> Result<(u64, u64), OffloadError> {
+        let (size, sha) = (d.size, d.sha256.as_str());
         let n = size.div_ceil(self.part_size);
-        if n > MAX_PARTS {
-            return Err(OffloadError::NotConfigured(format!(
-                "{}: {size} bytes would take {n} parts, more than S3's {MAX_PARTS}: raise \
-                 offload.part_size to at least {} bytes",
-                f.path.display(),
-                size.div_ceil(MAX_PARTS)
-            )));
-        }
         let file = std::fs::File::open(&f.path).map_err(io(&f.path, "open"))?;
         let meta = file.metadata().map_err(io(&f.path, "read"))?;
         let header = Header {
@@ -414,7 +577,7 @@ impl Uploader {
                             .map_err(io(&f.path, "read"))
                             .and_then(|()| {
                                 drop_cache(&file, off, len as u64);
-                                let md5 = content_md5(&buf);
+                                let md5 = d.content_md5(i);
                                 let etag =
                                     self.client.upload_part(&f.key, &id, number, &buf, &md5)?;
                                 // Durable before it counts as sent.
@@ -503,6 +666,137 @@ impl Uploader {
         }
         n
     }
+
+    /// Sends `plan`: each file in order, and after the last file of a bag
+    /// directory its manifest, if every one of its files is at the store.
+    /// `progress` is told the bytes done of the whole plan; `outcome` is
+    /// told what became of each file (and manifest). A refusal every
+    /// other file would meet too (401, 403, 404: the credentials, the
+    /// bucket) stops it.
+    pub fn send(
+        &self,
+        plan: &Plan,
+        vehicle: &str,
+        progress: &(dyn Fn(u64) + Sync),
+        outcome: &mut dyn FnMut(&Path, &str, &FileResult),
+    ) -> Report {
+        let mut report = Report::default();
+        let mut done_before = 0u64;
+        let mut entries: Vec<Vec<crate::manifest::ManifestFile>> =
+            vec![Vec::new(); plan.sessions.len()];
+        let mut session_failed = vec![false; plan.sessions.len()];
+        for (i, f) in plan.files.iter().enumerate() {
+            let base = done_before;
+            let r = self.upload(f, &|bytes| progress(base + bytes));
+            outcome(&f.path, &f.key, &r);
+            done_before += f.size;
+            let stop = match &r {
+                Ok(o) => {
+                    match o {
+                        FileOutcome::Sent { bytes, .. } => {
+                            report.sent += 1;
+                            report.sent_bytes += bytes;
+                        }
+                        FileOutcome::Skipped { .. } => report.skipped += 1,
+                    }
+                    if let Some(s) = f.session {
+                        entries[s].push(crate::manifest::file_entry(
+                            &f.path,
+                            &f.key,
+                            f.size,
+                            o.sha256(),
+                        ));
+                    }
+                    false
+                }
+                Err(e) => {
+                    report.failed.push(f.path.clone());
+                    if let Some(s) = f.session {
+                        session_failed[s] = true;
+                    }
+                    matches!(
+                        e,
+                        OffloadError::Refused {
+                            status: 401 | 403 | 404,
+                            ..
+                        }
+                    )
+                }
+            };
+            let last_of_session = f
+                .session
+                .filter(|s| plan.files.get(i + 1).and_then(|n| n.session) != Some(*s));
+            if let Some(s) = last_of_session.filter(|s| !session_failed[*s]) {
+                let session = &plan.sessions[s];
+                let manifest = crate::manifest::Manifest::new(
+                    vehicle,
+                    &session.name,
+                    std::mem::take(&mut entries[s]),
+                    session.left_out.clone(),
+                );
+                let r = self.upload_bytes(&session.manifest_key, &manifest.to_bytes());
+                outcome(Path::new(MANIFEST), &session.manifest_key, &r);
+                match r {
+                    Ok(_) => report.manifests += 1,
+                    Err(_) => report.failed.push(PathBuf::from(MANIFEST)),
+                }
+            }
+            if stop {
+                report.not_tried = plan.files.len() - i - 1;
+                break;
+            }
+        }
+        report
+    }
+
+    /// Sends `bytes` as the object `key` in one PUT unless the store holds
+    /// it already, and checks it there as [`Uploader::upload`] does.
+    pub fn upload_bytes(&self, key: &str, bytes: &[u8]) -> Result<FileOutcome, OffloadError> {
+        let md5: [u8; 16] = md5::Md5::digest(bytes).into();
+        let d = Digests {
+            size: bytes.len() as u64,
+            sha256: hex(&sha2::Sha256::digest(bytes)),
+            part_md5: vec![md5],
+        };
+        if let Some(have) = self.client.head(key)? {
+            if self.holds(&have, &d) {
+                return Ok(FileOutcome::Skipped { sha256: d.sha256 });
+            }
+        }
+        self.client.put(key, bytes, &d.content_md5(0), &d.sha256)?;
+        match self.client.head(key)? {
+            Some(have) if self.holds(&have, &d) => Ok(FileOutcome::Sent {
+                bytes: d.size,
+                parts: 1,
+                reused: 0,
+                sha256: d.sha256,
+            }),
+            _ => Err(OffloadError::Mismatch {
+                key: key.to_owned(),
+                what: "an object that is not what was sent".to_owned(),
+            }),
+        }
+    }
+}
+
+/// What became of one file (or manifest) in [`Uploader::send`].
+pub type FileResult = Result<FileOutcome, OffloadError>;
+
+/// What [`Uploader::send`] did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Report {
+    /// Files sent.
+    pub sent: u64,
+    /// Their bytes.
+    pub sent_bytes: u64,
+    /// Files the store held already.
+    pub skipped: u64,
+    /// Manifests at the store (sent or there already).
+    pub manifests: u64,
+    /// Files (or manifests) that failed.
+    pub failed: Vec<PathBuf>,
+    /// Files not tried after a refusal that would meet them too.
+    pub not_tried: usize,
 }
 
 /// Whether two ETags name the same part (servers differ in whether they
@@ -557,8 +851,9 @@ mod tests {
             std::fs::write(bag.join(name), vec![1u8; len]).unwrap();
         }
         std::fs::create_dir(bag.join("sub")).unwrap();
-        let mut skipped = Vec::new();
-        let files = plan(std::slice::from_ref(&bag), &settings(), &mut skipped).unwrap();
+        std::fs::write(bag.join(MANIFEST), b"{}").unwrap();
+        let p = plan(std::slice::from_ref(&bag), &settings()).unwrap();
+        let (files, skipped) = (&p.files, &p.skipped);
         let keys: Vec<&str> = files.iter().map(|f| f.key.as_str()).collect();
         assert_eq!(
             keys,
@@ -569,11 +864,50 @@ mod tests {
             ]
         );
         assert_eq!(files[0].size, 30);
-        assert_eq!(skipped.len(), 2, "{skipped:?}");
+        assert_eq!(skipped.len(), 3, "{skipped:?}");
         assert!(skipped.iter().any(|s| s.contains("edgerec recover")));
-        let sha = sha256_file(&bag.join("metadata.yaml")).unwrap();
-        // sha256 of ten 0x01 bytes.
-        assert_eq!(sha.len(), 64);
-        assert!(plan(&[d.path().join("none")], &settings(), &mut skipped).is_err());
+        assert!(skipped.iter().any(|s| s.contains("manifest")));
+        assert_eq!(p.sessions.len(), 1);
+        assert_eq!(
+            p.sessions[0].manifest_key,
+            "v7/demo_20261206T101500Z/manifest.json"
+        );
+        assert_eq!(
+            p.sessions[0].left_out,
+            ["demo_20261206T101500Z_2.mcap.active: still being written, or cut by a power loss"]
+        );
+        assert!(files.iter().all(|f| f.session == Some(0)));
+        assert!(plan(&[d.path().join("none")], &settings()).is_err());
+    }
+
+    /// The ETags S3 documents: a PUT's is the body's MD5; a multipart
+    /// upload's is the MD5 of its parts' MD5s, then `-N`. Checked against
+    /// the MD5s computed whole, with part boundaries inside and at the
+    /// end of the 1 MiB read buffer.
+    #[test]
+    fn digests_give_s3s_etags() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("f");
+        let bytes: Vec<u8> = (0..(5u32 << 20) + 123)
+            .map(|i| (i * 7 + i / 977) as u8)
+            .collect();
+        std::fs::write(&path, &bytes).unwrap();
+        let md5 = |b: &[u8]| -> [u8; 16] { md5::Md5::digest(b).into() };
+        let one = digests(&path, 16 << 20).unwrap();
+        assert_eq!(one.size, bytes.len() as u64);
+        assert_eq!(one.part_md5, [md5(&bytes)]);
+        assert_eq!(one.etag(), hex(&md5(&bytes)));
+        assert_eq!(one.sha256, hex(&sha2::Sha256::digest(&bytes)));
+        for part in [1u64 << 20, 1_500_001, 2 << 20] {
+            let dd = digests(&path, part).unwrap();
+            let want: Vec<[u8; 16]> = bytes.chunks(part as usize).map(md5).collect();
+            assert_eq!(dd.part_md5, want, "part size {part}");
+            let cat: Vec<u8> = want.concat();
+            assert_eq!(dd.etag(), format!("{}-{}", hex(&md5(&cat)), want.len()));
+        }
+        std::fs::write(&path, b"").unwrap();
+        let empty = digests(&path, 16 << 20).unwrap();
+        assert_eq!(empty.etag(), "d41d8cd98f00b204e9800998ecf8427e");
+        assert_eq!(empty.content_md5(0), "1B2M2Y8AsgTpgAmY7PhCfg==");
     }
 }

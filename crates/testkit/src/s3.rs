@@ -9,8 +9,11 @@ use std::process::{Child, Command, Stdio};
 /// moto's S3 server, running until dropped.
 pub struct Moto {
     child: Child,
-    /// `http://127.0.0.1:PORT`.
+    /// `http://127.0.0.1:PORT` (`https://` with TLS).
     pub endpoint: String,
+    /// With TLS: the directory of `ca.pem` (the CA made for this server),
+    /// `client.pem` and `client.key` (the client certificate it signed).
+    pub tls: Option<PathBuf>,
 }
 
 fn s3peer() -> PathBuf {
@@ -24,13 +27,31 @@ fn python() -> PathBuf {
 impl Moto {
     /// Starts the server and waits until it answers.
     pub fn start() -> Moto {
+        Moto::start_with(None, false)
+    }
+
+    /// Starts the server on HTTPS with a CA, a server certificate and a
+    /// client certificate made for it in `dir`; with `mutual` it refuses
+    /// a client that does not show the client certificate.
+    pub fn start_tls(dir: &std::path::Path, mutual: bool) -> Moto {
+        Moto::start_with(Some(dir.to_path_buf()), mutual)
+    }
+
+    fn start_with(tls: Option<PathBuf>, mutual: bool) -> Moto {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .expect("a free loopback port")
             .port();
-        let mut child = Command::new(python())
-            .arg(s3peer())
-            .args(["serve", "--port", &port.to_string()])
+        let mut cmd = Command::new(python());
+        cmd.arg(s3peer())
+            .args(["serve", "--port", &port.to_string()]);
+        if let Some(dir) = &tls {
+            cmd.arg("--tls").arg(dir);
+            if mutual {
+                cmd.arg("--mutual");
+            }
+        }
+        let mut child = cmd
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
             .spawn()
@@ -40,9 +61,11 @@ impl Moto {
             let _ = BufReader::new(out).read_line(&mut line);
         }
         assert_eq!(line.trim(), "ready", "moto did not start");
+        let scheme = if tls.is_some() { "https" } else { "http" };
         Moto {
             child,
-            endpoint: format!("http://127.0.0.1:{port}"),
+            endpoint: format!("{scheme}://127.0.0.1:{port}"),
+            tls,
         }
     }
 
@@ -50,11 +73,12 @@ impl Moto {
     /// caller) and returns what it printed; panics with its error
     /// otherwise.
     pub fn peer(&self, args: &[&str]) -> String {
-        let o = Command::new(python())
-            .arg(s3peer())
-            .args(args)
-            .output()
-            .expect("s3peer.py");
+        let mut cmd = Command::new(python());
+        cmd.arg(s3peer()).args(args);
+        if let Some(dir) = &self.tls {
+            cmd.env("S3PEER_TLS_DIR", dir);
+        }
+        let o = cmd.output().expect("s3peer.py");
         assert!(
             o.status.success(),
             "s3peer {args:?}: {}",
@@ -84,6 +108,21 @@ impl Moto {
             &dir.to_string_lossy(),
         ]);
         serde_json::from_str(&out).expect("s3peer verify prints JSON")
+    }
+}
+
+impl Moto {
+    /// The bytes of `key`, as text (boto3's `get_object`).
+    pub fn get(&self, bucket: &str, key: &str) -> String {
+        self.peer(&[
+            "get",
+            "--endpoint",
+            &self.endpoint,
+            "--bucket",
+            bucket,
+            "--key",
+            key,
+        ])
     }
 }
 

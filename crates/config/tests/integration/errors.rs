@@ -982,6 +982,17 @@ fn offload_keys_say_what_is_wrong() {
         ("addressing = \"host\"", "addressing"),
         ("part_size = \"1MiB\"", "part_size"),
         ("concurrency = 0", "concurrency"),
+        (
+            "client_cert = \"/data/edgerec/vehicle.pem\"",
+            "offload.client_key is not",
+        ),
+        (
+            "client_key = \"/data/edgerec/vehicle.key\"",
+            "offload.client_cert is not",
+        ),
+        ("sse = \"aes256\"", "sse"),
+        ("sse_kms_key_id = \"alias/fleet\"", "only used with SSE-KMS"),
+        ("sse_kms_key_id = \"key id\"", "is not a KMS key id"),
     ];
     for (line, want) in cases {
         let text = format!("[offload]\n{line}\n");
@@ -997,4 +1008,11 @@ fn offload_keys_say_what_is_wrong() {
     )
     .unwrap();
     assert_eq!(ok.offload.endpoint, "http://127.0.0.1:9000");
+    let kms = edgerec_config::Config::parse(
+        "[offload]\nsse = \"aws:kms\"\nsse_kms_key_id = \"alias/fleet\"\n",
+        std::path::Path::new("edgerec.toml"),
+    )
+    .unwrap();
+    assert_eq!(kms.offload.sse, edgerec_config::Sse::Kms);
+    assert_eq!(kms.offload.sse_kms_key_id, "alias/fleet");
 }

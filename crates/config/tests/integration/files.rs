@@ -8,7 +8,8 @@ use edgerec_config::{
     Addressing, CameraConfig, ClockConfig, ClockSourceKind, Compression, Config, EncoderChoice,
     HealthConfig, LedsConfig, McapConfig, MetricsConfig, OffloadConfig, PipelineConfig, Rate,
     RecordingConfig, RecordingMode, RetentionConfig, RosConfig, RosDistro, SegmentConfig,
-    SourcesConfig, StorageBackend, StorageConfig, SyntheticChannel, SyntheticKind, TriggersConfig,
+    SourcesConfig, Sse, StorageBackend, StorageConfig, SyntheticChannel, SyntheticKind,
+    TriggersConfig,
 };
 
 fn config_file(name: &str) -> PathBuf {
@@ -150,6 +151,10 @@ fn defaults_are_the_documented_values() {
             concurrency: 4,
             allow_http: false,
             ca_file: PathBuf::new(),
+            client_cert: PathBuf::new(),
+            client_key: PathBuf::new(),
+            sse: Sse::None,
+            sse_kms_key_id: String::new(),
             journal_dir: PathBuf::from("/data/edgerec/offload-journal"),
         },
     };
