@@ -15,6 +15,17 @@ Subcommands (`s3peer.py SUBCOMMAND --help` for every option):
             local file of the same name in a directory: prints one JSON
             object {key: {"size", "sha256", "local_sha256", "equal",
             "meta_sha256", "etag", "sse"}, ...}.
+  proxy     an HTTP proxy on 127.0.0.1:PORT in front of a plain-HTTP server,
+            with one fault: `reset` (part 2's first request is cut half way
+            with a TCP reset), `slowdown` (the first two UploadPart requests
+            get 503 SlowDown with Retry-After: 1), `down` (after two parts
+            are acknowledged, the port closes for --down-seconds and every
+            open connection is cut, then it listens again), `deny` (every
+            request gets S3's 403 InvalidAccessKeyId, as for wrong keys),
+            `garbage` (CreateMultipartUpload gets a 200 whose body is an
+            HTML page, as from a captive portal). Writes one JSON
+            line per request to --log: {"method", "part", "status"}
+            ("status" "reset" or "cut" when no reply was given).
   get       prints one object's bytes.
   put       stores a file as an object, with a given x-amz-meta-sha256 (a
             forged object, for the tests that must find it out).
@@ -151,13 +162,179 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 print("moto did not answer within 30 s", file=sys.stderr)
                 return 1
             time.sleep(0.1)
+    ready_until_signal()
+    server.shutdown()
+    return 0
+
+
+DENY = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>InvalidAccessKeyId</Code>'
+        b'<Message>The AWS Access Key Id you provided does not exist in our records.</Message>'
+        b'<AWSAccessKeyId>edgerec-test</AWSAccessKeyId><RequestId>0</RequestId></Error>')
+GARBAGE = b"<html><body><h1>Welcome</h1><p>Log in to use this network.</p></body></html>"
+def ready_until_signal() -> None:
+    """Prints `ready`, then returns on SIGTERM or SIGINT."""
     print("ready", flush=True)
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
     signal.signal(signal.SIGINT, lambda *_: stop.append(1))
     while not stop:
         time.sleep(0.1)
-    server.shutdown()
+
+
+SLOWDOWN = (b'<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SlowDown</Code>'
+            b'<Message>Please reduce your request rate.</Message></Error>')
+
+
+def cmd_proxy(args: argparse.Namespace) -> int:
+    import http.client
+    import http.server
+    import socket
+    import struct
+    import threading
+    import urllib.parse
+
+    up = urllib.parse.urlparse(args.upstream)
+    lock = threading.Lock()
+    state = {"parts_ok": 0, "slowdowns": 0, "reset": False, "down": False}
+    conns = set()
+    log = open(args.log, "a", buffering=1)
+
+    def note(method, part, status):
+        with lock:
+            log.write(json.dumps({"method": method, "part": part, "status": status}) + "\n")
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *a):
+            pass
+
+        def setup(self):
+            super().setup()
+            with lock:
+                conns.add(self.connection)
+
+        def finish(self):
+            with lock:
+                conns.discard(self.connection)
+            try:
+                super().finish()
+            except OSError:
+                pass
+
+        def any(self):
+            length = int(self.headers.get("Content-Length") or 0)
+            query = urllib.parse.parse_qs(urllib.parse.urlparse(self.path).query,
+                                          keep_blank_values=True)
+            part = query.get("partNumber", [None])[0]
+            part = int(part) if part else None
+            fault = None
+            with lock:
+                if part is not None and self.command == "PUT":
+                    if args.fault == "reset" and part == 2 and not state["reset"]:
+                        state["reset"] = True
+                        fault = "reset"
+                    elif args.fault == "slowdown" and state["slowdowns"] < 2:
+                        state["slowdowns"] += 1
+                        fault = "slowdown"
+            if fault == "reset":
+                self.rfile.read(length // 2)
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER,
+                                           struct.pack("ii", 1, 0))
+                self.close_connection = True
+                note(self.command, part, "reset")
+                self.connection.close()
+                return
+            body = self.rfile.read(length) if length else None
+            canned = None
+            if args.fault == "deny":
+                canned = (403, "Forbidden", "application/xml", DENY)
+            elif args.fault == "garbage" and self.command == "POST" and "uploads" in query:
+                canned = (200, "OK", "text/html", GARBAGE)
+            if canned:
+                status, reason, kind, payload = canned
+                self.send_response(status, reason)
+                self.send_header("Content-Type", kind)
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                if self.command != "HEAD":
+                    self.wfile.write(payload)
+                note(self.command, part, status)
+                return
+            if fault == "slowdown":
+                self.send_response(503, "Slow Down")
+                self.send_header("Retry-After", "1")
+                self.send_header("Content-Type", "application/xml")
+                self.send_header("Content-Length", str(len(SLOWDOWN)))
+                self.end_headers()
+                self.wfile.write(SLOWDOWN)
+                note(self.command, part, 503)
+                return
+            conn = http.client.HTTPConnection(up.hostname, up.port, timeout=120)
+            headers = {k: v for k, v in self.headers.items() if k.lower() != "connection"}
+            conn.request(self.command, self.path, body=body, headers=headers)
+            resp = conn.getresponse()
+            data = resp.read()
+            conn.close()
+            with lock:
+                cut = state["down"]
+            if cut:
+                # The server went down while this was in flight.
+                note(self.command, part, "cut")
+                self.close_connection = True
+                return
+            self.send_response(resp.status, resp.reason)
+            for k, v in resp.getheaders():
+                if k.lower() not in ("connection", "transfer-encoding", "content-length",
+                                     "date", "server"):
+                    self.send_header(k, v)
+            length = resp.getheader("Content-Length") if self.command == "HEAD" else len(data)
+            self.send_header("Content-Length", str(length or 0))
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(data)
+            note(self.command, part, resp.status)
+            go_down = False
+            with lock:
+                if part is not None and resp.status == 200:
+                    state["parts_ok"] += 1
+                    if (args.fault == "down" and state["parts_ok"] == 2
+                            and not state["down"]):
+                        state["down"] = True
+                        go_down = True
+            if go_down:
+                threading.Thread(target=outage, daemon=True).start()
+
+        do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = any
+
+    servers = []
+
+    def serve():
+        s = http.server.ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
+        s.daemon_threads = True
+        servers.append(s)
+        threading.Thread(target=s.serve_forever, daemon=True).start()
+
+    def outage():
+        s = servers[-1]
+        s.shutdown()
+        s.server_close()
+        with lock:
+            open_now = list(conns)
+        for c in open_now:
+            try:
+                c.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        note("-", None, f"down {args.down_seconds:g} s")
+        time.sleep(args.down_seconds)
+        with lock:
+            state["down"] = False
+        serve()
+        note("-", None, "up")
+
+    serve()
+    ready_until_signal()
     return 0
 
 
@@ -214,6 +391,14 @@ def main(argv=None) -> int:
     p.add_argument("--tls", metavar="DIR", help="serve HTTPS; the CA and certificates go in DIR")
     p.add_argument("--mutual", action="store_true", help="with --tls: require the client certificate")
     p.set_defaults(func=cmd_serve)
+    p = sub.add_parser("proxy", help="a fault-injecting HTTP proxy in front of a server")
+    p.add_argument("--port", type=int, required=True)
+    p.add_argument("--upstream", required=True, help="e.g. http://127.0.0.1:9000")
+    p.add_argument("--fault", choices=["reset", "slowdown", "down", "deny", "garbage", "none"],
+                   required=True)
+    p.add_argument("--down-seconds", type=float, default=30.0)
+    p.add_argument("--log", required=True, help="one JSON line per request")
+    p.set_defaults(func=cmd_proxy)
     for name, func in (("mkbucket", cmd_mkbucket), ("verify", cmd_verify), ("get", cmd_get),
                        ("put", cmd_put)):
         c = sub.add_parser(name)

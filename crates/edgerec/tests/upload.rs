@@ -20,9 +20,10 @@ use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_edgerec");
 
-/// `[offload]` for `server`'s `bucket`: https with its CA, or http.
-fn offload(root: &Path, server: &Moto, bucket: &str, creds: &Path) -> String {
-    let tls = match &server.tls {
+/// `[offload]` for `bucket` at `endpoint`: https with the CA in `tls`,
+/// or http.
+fn offload(root: &Path, endpoint: &str, tls: Option<&Path>, bucket: &str, creds: &Path) -> String {
+    let tls = match tls {
         Some(dir) => format!("ca_file = \"{}\"", dir.join("ca.pem").display()),
         None => "allow_http = true".to_owned(),
     };
@@ -39,7 +40,6 @@ journal_dir = "{journal}"
 part_size = "5MiB"
 concurrency = 4
 "#,
-        endpoint = server.endpoint,
         creds = creds.display(),
         journal = journal_dir(root).display(),
     )
@@ -47,6 +47,25 @@ concurrency = 4
 
 /// A recording of two synthetic topics into `root`, sent to `server`.
 fn config(cfg: &Path, root: &Path, server: &Moto, bucket: &str, creds: &Path) {
+    config_at(
+        cfg,
+        root,
+        &server.endpoint,
+        server.tls.as_deref(),
+        bucket,
+        creds,
+    )
+}
+
+/// The same, sent to `endpoint` (a fault proxy in front of a server).
+fn config_at(
+    cfg: &Path,
+    root: &Path,
+    endpoint: &str,
+    tls: Option<&Path>,
+    bucket: &str,
+    creds: &Path,
+) {
     std::fs::write(
         cfg,
         format!(
@@ -72,7 +91,7 @@ rate = 20
 payload_size = 921600
 {offload}"#,
             root = root.display(),
-            offload = offload(root, server, bucket, creds),
+            offload = offload(root, endpoint, tls, bucket, creds),
         ),
     )
     .unwrap();
@@ -93,7 +112,10 @@ fn demo_config(cfg: &Path, root: &Path, server: &Moto, bucket: &str, creds: &Pat
     let demo = demo.replace("\"./data", &format!("\"{}", root.display()));
     std::fs::write(
         cfg,
-        format!("{demo}\n{}", offload(root, server, bucket, creds)),
+        format!(
+            "{demo}\n{}",
+            offload(root, &server.endpoint, server.tls.as_deref(), bucket, creds)
+        ),
     )
     .unwrap();
 }
@@ -397,4 +419,72 @@ fn a_killed_upload_goes_on_and_sends_no_acknowledged_part_again() {
         }
     }
     assert_eq!(std::fs::read_dir(&journal).unwrap().count(), 0);
+}
+
+/// A store that answers wrong keys' 403 (InvalidAccessKeyId), and one
+/// that answers CreateMultipartUpload with an HTML page (a captive
+/// portal): `edgerec upload` ends with exit 1 and an error that names the
+/// fix or what was wrong with the reply; the session is untouched.
+#[test]
+fn refused_keys_and_garbage_replies_are_clear_errors_and_delete_nothing() {
+    let _limit = edgerec_testkit::time_limit(Duration::from_secs(300));
+    if edgerec_testkit::skip_if_cannot_exec(BIN) {
+        return;
+    }
+    let server = Moto::start();
+    server.make_bucket("fleet-recordings");
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().join("data");
+    let session = root.join("demo_20261206T101500Z");
+    std::fs::create_dir_all(&session).unwrap();
+    // Larger than a part: a multipart upload.
+    std::fs::write(
+        session.join("demo_20261206T101500Z_0.mcap"),
+        vec![7u8; 6 << 20],
+    )
+    .unwrap();
+    std::fs::write(
+        session.join("metadata.yaml"),
+        b"rosbag2_bagfile_information:\n",
+    )
+    .unwrap();
+    let before: Vec<_> = std::fs::read_dir(&session)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    let creds = credentials(d.path());
+    let cfg = d.path().join("edgerec.toml");
+    for (fault, want) in [
+        (
+            "deny",
+            // The first request is a HEAD, whose 403 has no body (as at
+            // S3): the status names the fix.
+            ["answered 403", "check the credentials"],
+        ),
+        (
+            "garbage",
+            ["CreateMultipartUpload", "reply is not understood"],
+        ),
+    ] {
+        let proxy = edgerec_testkit::s3::FaultProxy::start(&server, fault, 0.0);
+        config_at(
+            &cfg,
+            &root,
+            &proxy.endpoint,
+            None,
+            "fleet-recordings",
+            &creds,
+        );
+        let o = upload(&cfg, &session);
+        let log = text(&o);
+        assert_eq!(o.status.code(), Some(1), "{fault}: {log}");
+        for w in want {
+            assert!(log.contains(w), "{fault}: no `{w}` in: {log}");
+        }
+        let after: Vec<_> = std::fs::read_dir(&session)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(after.len(), before.len(), "{fault}: {after:?}");
+    }
 }

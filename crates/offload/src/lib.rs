@@ -17,6 +17,7 @@
 //!   sent `concurrency` at a time, each with the Content-MD5 the store
 //!   checks, the object's ETag checked after), and a bag directory in
 //!   order, `metadata.yaml` and then the session [`manifest`] last;
+//! - [`priority`]: the upload's reads at the idle I/O class;
 //! - [`manifest`]: what a session holds (each file's size, SHA-256,
 //!   messages and time range), sent after its files;
 //! - [`error`]: what can go wrong, each with its place and its fix.
@@ -32,6 +33,7 @@ pub mod error;
 pub mod journal;
 pub mod key;
 pub mod manifest;
+pub mod priority;
 pub mod reply;
 pub mod s3;
 pub mod settings;

@@ -109,6 +109,10 @@ pub fn fix_for(status: u16, code: &str) -> Option<String> {
         "EntityTooLarge" | "EntityTooSmall" | "InvalidPart" | "InvalidPartOrder" => {
             "the store refuses the part sizes: change offload.part_size"
         }
+        "BadDigest" | "InvalidDigest" => {
+            "the bytes that arrived are not the ones read: the file changed while it was sent, or \
+             the link corrupted them; it is sent again next time"
+        }
         "KMS.NotFoundException" | "InvalidEncryptionAlgorithmError" => {
             "the store refuses the encryption asked"
         }

@@ -3,8 +3,10 @@
 //! over rustls, and every reply other than 2xx becomes an
 //! [`OffloadError`] that names the request, the object and the fix. A
 //! request that fails for a reason that may pass (the link, a 5xx, S3's
-//! `SlowDown`) is sent again up to [`ATTEMPTS`] times, after a jittered
-//! exponential backoff or the `Retry-After` the store asked for.
+//! `SlowDown`) is sent again after a jittered exponential backoff (to at
+//! most [`MAX_BACKOFF`]) or the `Retry-After` the store asked for, until
+//! [`GIVE_UP_AFTER`] has passed since its first try: a store down for
+//! minutes, or a link lost in a tunnel, costs time, not the upload.
 
 use std::io::Read;
 use std::time::Duration;
@@ -22,8 +24,9 @@ use crate::OffloadError;
 /// How long a signed request stays valid.
 pub const SIGNED_FOR: Duration = Duration::from_secs(3600);
 
-/// Tries of one request before its error is returned.
-pub const ATTEMPTS: u32 = 5;
+/// How long one request is tried again before its error is returned
+/// (the next `edgerec upload` goes on from the journal).
+pub const GIVE_UP_AFTER: Duration = Duration::from_secs(300);
 
 /// The first backoff; it doubles each try (with up to half of it added
 /// at random), to at most [`MAX_BACKOFF`].
@@ -291,6 +294,7 @@ impl Client {
     ) -> Result<Reply, OffloadError> {
         let mut wait = FIRST_BACKOFF;
         let mut attempt = 0;
+        let first = std::time::Instant::now();
         loop {
             attempt += 1;
             let (url, headers) = make();
@@ -345,11 +349,15 @@ impl Client {
                     None,
                 ),
             };
-            if !err.is_transient() || attempt >= ATTEMPTS {
+            let pause = asked.unwrap_or_else(|| jitter(wait));
+            if !err.is_transient() || first.elapsed() + pause > GIVE_UP_AFTER {
                 return Err(err);
             }
-            let pause = asked.unwrap_or_else(|| jitter(wait));
-            tracing::warn!("{err}; trying again in {:.1} s", pause.as_secs_f64());
+            tracing::warn!(
+                "{err}; trying again in {:.1} s (try {})",
+                pause.as_secs_f64(),
+                attempt + 1
+            );
             std::thread::sleep(pause);
             wait = (wait * 2).min(MAX_BACKOFF);
         }

@@ -669,6 +669,7 @@ impl Uploader {
 
     /// Sends `plan`: each file in order, and after the last file of a bag
     /// directory its manifest, if every one of its files is at the store.
+    /// The calling thread is put in the idle I/O class first.
     /// `progress` is told the bytes done of the whole plan; `outcome` is
     /// told what became of each file (and manifest). A refusal every
     /// other file would meet too (401, 403, 404: the credentials, the
@@ -680,6 +681,11 @@ impl Uploader {
         progress: &(dyn Fn(u64) + Sync),
         outcome: &mut dyn FnMut(&Path, &str, &FileResult),
     ) -> Report {
+        // The recorder's writes come first: this thread and the part
+        // senders it starts read at the idle I/O class.
+        if let Err(e) = crate::priority::idle_io() {
+            tracing::warn!("cannot lower the upload's I/O priority to idle: {e}");
+        }
         let mut report = Report::default();
         let mut done_before = 0u64;
         let mut entries: Vec<Vec<crate::manifest::ManifestFile>> =

@@ -331,3 +331,98 @@ fn over_mutual_tls_with_sse_every_file_arrives_checked() {
     let e = Client::new(&s, &secret()).err().expect("refused");
     assert!(e.to_string().contains("chmod 600"), "{e}");
 }
+
+/// Sends a bag of one 23 MiB file (five 5 MiB parts, three at a time)
+/// through a fault proxy (`s3peer.py proxy`) in front of moto: it must
+/// complete, the object must be the file byte for byte (boto3, straight
+/// from moto), and no part may be acknowledged twice (each part number
+/// has exactly one 200 in the proxy's log). Returns the proxy's log and
+/// how long the upload took.
+fn through_fault(fault: &str, down_seconds: f64) -> (Vec<serde_json::Value>, Duration) {
+    let server = Moto::start();
+    server.make_bucket("fleet-recordings");
+    let proxy = edgerec_testkit::s3::FaultProxy::start(&server, fault, down_seconds);
+    let d = tempfile::tempdir().unwrap();
+    let bag = d.path().join("demo_20261206T101500Z");
+    std::fs::create_dir(&bag).unwrap();
+    std::fs::write(
+        bag.join("demo_20261206T101500Z_0.mcap"),
+        noise(23 * MIB as usize + 12_345, 7),
+    )
+    .unwrap();
+    let s = settings(
+        &proxy.endpoint,
+        "fleet-recordings",
+        &d.path().join("journal"),
+    );
+    let uploader = Uploader::new(Client::new(&s, &secret()).unwrap(), &s);
+    let p = plan(std::slice::from_ref(&bag), &s).unwrap();
+    let started = std::time::Instant::now();
+    let report = uploader.send(&p, &s.vehicle, &|_| {}, &mut |path, _, r| {
+        if let Err(e) = r {
+            panic!("{fault}: {}: {e}", path.display());
+        }
+    });
+    let took = started.elapsed();
+    assert_eq!(
+        (report.sent, report.manifests),
+        (1, 1),
+        "{fault}: {report:?}"
+    );
+    let v = server.verify("fleet-recordings", "robot-7/", &bag);
+    let key = "robot-7/demo_20261206T101500Z/demo_20261206T101500Z_0.mcap";
+    assert_eq!(v[key]["equal"], true, "{fault}: {v:#}");
+    let log = proxy.log();
+    for part in 1..=5u64 {
+        let acked = log
+            .iter()
+            .filter(|l| l["part"] == part && l["status"] == 200)
+            .count();
+        assert_eq!(
+            acked, 1,
+            "{fault}: part {part} acknowledged {acked} times: {log:?}"
+        );
+    }
+    (log, took)
+}
+
+/// A connection reset half way through part 2: the part is sent again on
+/// a new connection and the upload completes.
+#[test]
+fn a_connection_reset_mid_part_loses_and_repeats_nothing() {
+    let _limit = edgerec_testkit::time_limit(Duration::from_secs(300));
+    let (log, _) = through_fault("reset", 0.0);
+    assert_eq!(
+        log.iter().filter(|l| l["status"] == "reset").count(),
+        1,
+        "{log:?}"
+    );
+}
+
+/// 503 SlowDown with Retry-After: 1 for the first two parts: the
+/// uploader waits what the store asked, then completes.
+#[test]
+fn slowdown_with_retry_after_is_honoured() {
+    let _limit = edgerec_testkit::time_limit(Duration::from_secs(300));
+    let (log, took) = through_fault("slowdown", 0.0);
+    assert_eq!(
+        log.iter().filter(|l| l["status"] == 503).count(),
+        2,
+        "{log:?}"
+    );
+    assert!(took >= Duration::from_secs(1), "{took:?}");
+}
+
+/// The store goes down for 30 s after two parts (its port closed, every
+/// open connection cut): the parts in flight are sent again once it is
+/// back, and the upload completes.
+#[test]
+fn a_store_down_for_30_s_then_back_completes() {
+    let _limit = edgerec_testkit::time_limit(Duration::from_secs(300));
+    let (log, took) = through_fault("down", 30.0);
+    assert!(
+        log.iter().any(|l| l["status"] == "down 30 s") && log.iter().any(|l| l["status"] == "up"),
+        "{log:?}"
+    );
+    assert!(took >= Duration::from_secs(30), "{took:?}");
+}

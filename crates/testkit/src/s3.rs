@@ -133,3 +133,72 @@ impl Drop for Moto {
         let _ = self.child.wait();
     }
 }
+
+/// `s3peer.py proxy`: an HTTP proxy in front of a plain-HTTP [`Moto`] that
+/// injects one fault (`reset`, `slowdown`, `down`), running until dropped.
+pub struct FaultProxy {
+    child: Child,
+    /// `http://127.0.0.1:PORT`.
+    pub endpoint: String,
+    log: PathBuf,
+}
+
+impl FaultProxy {
+    /// Starts the proxy to `upstream` with `fault`; `down_seconds` is the
+    /// length of a `down` fault's outage.
+    pub fn start(upstream: &Moto, fault: &str, down_seconds: f64) -> FaultProxy {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free loopback port")
+            .port();
+        let log = std::env::temp_dir().join(format!(
+            "edgerec-fault-proxy-{}-{port}.jsonl",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_file(&log);
+        let mut child = Command::new(python())
+            .arg(s3peer())
+            .args(["proxy", "--port", &port.to_string(), "--upstream"])
+            .arg(&upstream.endpoint)
+            .args([
+                "--fault",
+                fault,
+                "--down-seconds",
+                &down_seconds.to_string(),
+            ])
+            .arg("--log")
+            .arg(&log)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("s3peer.py proxy");
+        let mut line = String::new();
+        if let Some(out) = child.stdout.take() {
+            let _ = BufReader::new(out).read_line(&mut line);
+        }
+        assert_eq!(line.trim(), "ready", "the fault proxy did not start");
+        FaultProxy {
+            child,
+            endpoint: format!("http://127.0.0.1:{port}"),
+            log,
+        }
+    }
+
+    /// Every request it saw: `{"method", "part", "status"}`.
+    pub fn log(&self) -> Vec<serde_json::Value> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    }
+}
+
+impl Drop for FaultProxy {
+    fn drop(&mut self) {
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.log);
+    }
+}

@@ -1,0 +1,59 @@
+//! The upload's I/O runs at the kernel's idle priority, so reading a
+//! recording to send it never takes disk time from the recorder: under
+//! the BFQ scheduler an idle-class task is served only when no other
+//! asks; under `none` or `mq-deadline` (NVMe's usual) the class is kept
+//! but not enforced, and the page cache is what the upload spares
+//! (`posix_fadvise(DONTNEED)` on what it read).
+
+/// `IOPRIO_CLASS_IDLE` (linux/ioprio.h).
+const IOPRIO_CLASS_IDLE: i32 = 3;
+/// `IOPRIO_CLASS_SHIFT`.
+const IOPRIO_CLASS_SHIFT: i32 = 13;
+/// `IOPRIO_WHO_PROCESS`: with id 0, the calling thread.
+const IOPRIO_WHO_PROCESS: i32 = 1;
+
+/// Puts the calling thread (and the threads it starts after) in the idle
+/// I/O class.
+pub fn idle_io() -> std::io::Result<()> {
+    // SAFETY: ioprio_set takes three integers and touches no memory of
+    // ours.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_ioprio_set,
+            IOPRIO_WHO_PROCESS,
+            0,
+            IOPRIO_CLASS_IDLE << IOPRIO_CLASS_SHIFT,
+        )
+    };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The calling thread's I/O class (`IOPRIO_CLASS_*`).
+pub fn io_class() -> std::io::Result<i32> {
+    // SAFETY: as above; ioprio_get returns the priority or -1.
+    let r = unsafe { libc::syscall(libc::SYS_ioprio_get, IOPRIO_WHO_PROCESS, 0) };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok((r as i32) >> IOPRIO_CLASS_SHIFT)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_thread_and_the_threads_it_starts_are_idle() {
+        std::thread::spawn(|| {
+            idle_io().unwrap();
+            assert_eq!(io_class().unwrap(), IOPRIO_CLASS_IDLE);
+            let child = std::thread::spawn(|| io_class().unwrap()).join().unwrap();
+            assert_eq!(child, IOPRIO_CLASS_IDLE);
+        })
+        .join()
+        .unwrap();
+    }
+}
