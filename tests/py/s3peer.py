@@ -30,7 +30,8 @@ Subcommands (`s3peer.py SUBCOMMAND --help` for every option):
   put       stores a file as an object, with a given x-amz-meta-sha256 (a
             forged object, for the tests that must find it out).
 
-Every client names the endpoint and its credentials explicitly; nothing asks
+Every client names the endpoint and its credentials explicitly (moto's test
+keys, or S3PEER_KEY and S3PEER_SECRET: s3rver's are S3RVER); nothing asks
 an SDK's default endpoint, region lookup or credential chain
 (AWS_EC2_METADATA_DISABLED is set before boto3 is imported).
 
@@ -47,7 +48,9 @@ import time
 import urllib.request
 
 os.environ["AWS_EC2_METADATA_DISABLED"] = "true"
-KEY, SECRET, REGION = "edgerec-test", "edgerec-test-secret", "us-east-1"
+KEY = os.environ.get("S3PEER_KEY", "edgerec-test")
+SECRET = os.environ.get("S3PEER_SECRET", "edgerec-test-secret")
+REGION = "us-east-1"
 
 
 def client(endpoint: str):

@@ -45,7 +45,8 @@ pub struct Header {
     pub size: u64,
     /// Its modification time, ns since the epoch.
     pub mtime_ns: i128,
-    /// Its SHA-256, hex.
+    /// Its SHA-256, hex; empty when it was not known as the upload
+    /// began (the parts are hashed as they are sent).
     pub sha256: String,
     /// The part size the upload was cut in.
     pub part_size: u64,

@@ -23,10 +23,10 @@
 //! - [`error`]: what can go wrong, each with its place and its fix.
 //!
 //! A file counts as uploaded when the store holds an object at its key
-//! with its size, the ETag its part MD5s give (not compared under
-//! SSE-KMS, whose ETags are opaque) and the SHA-256 the upload stored in
-//! the object's metadata (`x-amz-meta-sha256`); such a file is skipped
-//! the next time.
+//! with its size and the ETag its part MD5s give (not compared under
+//! SSE-KMS, whose ETags are opaque), and, for a file sent in one PUT, the
+//! SHA-256 stored in the object's metadata (`x-amz-meta-sha256`); such a
+//! file is skipped the next time.
 
 pub mod credentials;
 pub mod error;

@@ -1,14 +1,17 @@
-//! The store's error replies: S3's XML `<Error><Code>…</Code><Message>…
-//! </Message>…</Error>`, read from at most [`MAX_REPLY`] bytes, and what to
-//! do about each code that retrying cannot fix.
+//! The store's replies, read from at most [`MAX_REPLY`] bytes: S3's error
+//! XML `<Error><Code>…</Code><Message>…</Message>…</Error>` and what to do
+//! about each code that retrying cannot fix, and the three replies the
+//! uploader needs a value from (CreateMultipartUpload's `UploadId`,
+//! CompleteMultipartUpload's result, ListParts' parts and next marker).
 //!
-//! Only the text of the first `<Code>` and `<Message>` inside `<Error>` is
-//! wanted, so they are found by their tags rather than by a general XML
-//! deserializer: quick-xml 0.38's serde reader panicked ("entered
-//! unreachable code") on a reply the `s3_reply` fuzz target made (kept in
-//! `fuzz/finds/s3_reply` and the test below). The five predefined entities
-//! and numeric character references are decoded; anything else is kept as
-//! written.
+//! Only a few elements' text is wanted, so they are found by their tags
+//! rather than by a general XML deserializer: quick-xml 0.38's serde
+//! reader panicked ("entered unreachable code") on a reply the `s3_reply`
+//! fuzz target made (kept in `fuzz/finds/s3_reply` and the test below),
+//! and rusty-s3's parsers refuse a reply without S3's XML namespace, which
+//! some S3-compatible stores leave out (s3rver). The five predefined
+//! entities and numeric character references are decoded; anything else
+//! is kept as written.
 
 /// The most of a reply body that is read.
 pub const MAX_REPLY: u64 = 64 << 10;
@@ -20,6 +23,78 @@ fn element<'a>(xml: &'a str, tag: &str) -> Option<&'a str> {
     let start = xml.find(&open)? + open.len();
     let len = xml[start..].find(&close)?;
     Some(&xml[start..start + len])
+}
+
+/// Every `<tag>…</tag>` text in `xml`, in order.
+fn elements<'a>(xml: &'a str, tag: &str) -> impl Iterator<Item = &'a str> {
+    let open = format!("<{tag}>");
+    let close = format!("</{tag}>");
+    let mut rest = xml;
+    std::iter::from_fn(move || {
+        let start = rest.find(&open)? + open.len();
+        let len = rest[start..].find(&close)?;
+        let text = &rest[start..start + len];
+        rest = &rest[start + len + close.len()..];
+        Some(text)
+    })
+}
+
+/// The text of `<tag>` in `xml`, decoded, trimmed, without control
+/// characters, at most `max` characters; `None` when absent or empty.
+fn text_of(xml: &str, tag: &str, max: usize) -> Option<String> {
+    let t: String = unescape(element(xml, tag)?)
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(max)
+        .collect();
+    let t = t.trim();
+    (!t.is_empty()).then(|| t.to_owned())
+}
+
+/// CreateMultipartUpload's upload id.
+pub fn upload_id(body: &str) -> Option<String> {
+    element(body, "UploadId")?;
+    text_of(body, "UploadId", 1024)
+}
+
+/// Whether `body` is a CompleteMultipartUpload result (its ETag).
+pub fn completed(body: &str) -> Option<String> {
+    if !body.contains("<CompleteMultipartUploadResult") {
+        return None;
+    }
+    text_of(body, "ETag", 256)
+}
+
+/// One page of ListParts: part number to (ETag, size), and the marker
+/// of the next page when the list is truncated.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PartsPage {
+    /// The parts on this page.
+    pub parts: std::collections::BTreeMap<u16, (String, u64)>,
+    /// Where the next page starts, when there is one.
+    pub next_marker: Option<u16>,
+}
+
+/// A ListParts reply; `None` when it is not one. Parts numbered outside
+/// 1..=10,000 or without an ETag are left out.
+pub fn parts_page(body: &str) -> Option<PartsPage> {
+    if !body.contains("<ListPartsResult") {
+        return None;
+    }
+    let mut page = PartsPage::default();
+    for part in elements(body, "Part") {
+        let number = text_of(part, "PartNumber", 8).and_then(|n| n.parse::<u16>().ok());
+        let etag = text_of(part, "ETag", 256);
+        let size = text_of(part, "Size", 24).and_then(|n| n.parse::<u64>().ok());
+        if let (Some(n @ 1..=10_000), Some(etag)) = (number, etag) {
+            page.parts.insert(n, (etag, size.unwrap_or(0)));
+        }
+    }
+    let truncated = text_of(body, "IsTruncated", 8).is_some_and(|t| t == "true");
+    if truncated {
+        page.next_marker = text_of(body, "NextPartNumberMarker", 8).and_then(|n| n.parse().ok());
+    }
+    Some(page)
 }
 
 /// XML text with its entity and character references decoded.
@@ -164,5 +239,60 @@ mod tests {
             .unwrap()
             .contains("clock"));
         assert_eq!(fix_for(503, "SlowDown"), None);
+    }
+
+    /// As AWS S3 writes them (with its namespace) and as s3rver does
+    /// (without).
+    #[test]
+    fn the_replies_the_uploader_reads_with_and_without_the_namespace() {
+        for ns in [" xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\"", ""] {
+            let create = format!(
+                "<?xml version=\"1.0\"?><InitiateMultipartUploadResult{ns}><Bucket>b</Bucket>\
+                 <Key>k</Key><UploadId>VXBsb2FkIElE&amp;1</UploadId></InitiateMultipartUploadResult>"
+            );
+            assert_eq!(upload_id(&create).as_deref(), Some("VXBsb2FkIElE&1"));
+            let done = format!(
+                "<CompleteMultipartUploadResult{ns}><Location>l</Location><Bucket>b</Bucket>\
+                 <Key>k</Key><ETag>&quot;3858f62230ac3c915f300c664312c11f-9&quot;</ETag>\
+                 </CompleteMultipartUploadResult>"
+            );
+            assert_eq!(
+                completed(&done).as_deref(),
+                Some("\"3858f62230ac3c915f300c664312c11f-9\"")
+            );
+            let list = format!(
+                "<ListPartsResult{ns}><Bucket>b</Bucket><Key>k</Key><UploadId>u</UploadId>\
+                 <NextPartNumberMarker>2</NextPartNumberMarker><IsTruncated>true</IsTruncated>\
+                 <Part><PartNumber>1</PartNumber><ETag>\"a\"</ETag><Size>5242880</Size></Part>\
+                 <Part><PartNumber>2</PartNumber><ETag>\"b\"</ETag><Size>7</Size></Part>\
+                 <Part><PartNumber>0</PartNumber><ETag>\"c\"</ETag><Size>7</Size></Part>\
+                 <Part><PartNumber>3</PartNumber><Size>7</Size></Part></ListPartsResult>"
+            );
+            let page = parts_page(&list).unwrap();
+            assert_eq!(page.next_marker, Some(2));
+            assert_eq!(
+                page.parts.into_iter().collect::<Vec<_>>(),
+                [
+                    (1, ("\"a\"".to_owned(), 5_242_880)),
+                    (2, ("\"b\"".to_owned(), 7))
+                ]
+            );
+        }
+        for junk in [
+            "",
+            "<html>502</html>",
+            "<UploadId></UploadId>",
+            "<UploadId>",
+        ] {
+            assert_eq!(upload_id(junk), None, "{junk:?}");
+            assert_eq!(completed(junk), None, "{junk:?}");
+            assert_eq!(parts_page(junk), None, "{junk:?}");
+        }
+        let last = parts_page(
+            "<ListPartsResult><IsTruncated>false</IsTruncated>\
+                               <NextPartNumberMarker>9</NextPartNumberMarker></ListPartsResult>",
+        )
+        .unwrap();
+        assert_eq!(last.next_marker, None);
     }
 }

@@ -13,11 +13,11 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use md5::Digest as _;
-use rusty_s3::actions::{CompleteMultipartUploadResponse, CreateMultipartUpload, S3Action};
+use rusty_s3::actions::S3Action;
 use rusty_s3::{Bucket, Credentials, UrlStyle};
 
 use crate::credentials::Secret;
-use crate::reply::{fix_for, parse_error, MAX_REPLY};
+use crate::reply::{completed, fix_for, parse_error, parts_page, upload_id, MAX_REPLY};
 use crate::settings::Settings;
 use crate::OffloadError;
 
@@ -308,17 +308,13 @@ impl Client {
                 }
                 Ok(r) => {
                     let (code, message) = parse_error(&r.body).unwrap_or_else(|| {
-                        (
-                            "-".to_owned(),
-                            if r.body.trim().is_empty() {
-                                "(no body)".to_owned()
-                            } else {
-                                format!(
-                                    "a reply that is not S3's error XML: {:?}",
-                                    r.body.chars().take(120).collect::<String>()
-                                )
-                            },
-                        )
+                        let what = excerpt(&r.body);
+                        let message = if r.body.trim().is_empty() {
+                            what
+                        } else {
+                            format!("a reply that is not S3's error XML: {what}")
+                        };
+                        ("-".to_owned(), message)
                     });
                     (
                         OffloadError::Refused {
@@ -389,14 +385,14 @@ impl Client {
         key: &str,
         body: &[u8],
         md5: &str,
-        sha256: &str,
+        sha256: Option<&str>,
     ) -> Result<String, OffloadError> {
         let make = || {
             let mut a = self.bucket.put_object(Some(&self.credentials), key);
-            let mut headers = vec![
-                ("content-md5".to_owned(), md5.to_owned()),
-                (SHA256_META.to_owned(), sha256.to_owned()),
-            ];
+            let mut headers = vec![("content-md5".to_owned(), md5.to_owned())];
+            if let Some(sha) = sha256 {
+                headers.push((SHA256_META.to_owned(), sha.to_owned()));
+            }
             headers.extend(self.sse.iter().map(|(k, v)| ((*k).to_owned(), v.clone())));
             for (k, v) in &headers {
                 a.headers_mut().insert(k.clone(), v.clone());
@@ -407,15 +403,18 @@ impl Client {
         Ok(r.etag.unwrap_or_default())
     }
 
-    /// Starts a multipart upload; its id.
-    pub fn create_multipart(&self, key: &str, sha256: &str) -> Result<String, OffloadError> {
+    /// Starts a multipart upload (with the server-side encryption asked);
+    /// its id.
+    pub fn create_multipart(&self, key: &str) -> Result<String, OffloadError> {
         // Signed here rather than by rusty-s3's action, which asks for
         // `?uploads=1`: S3 takes that, but servers that route by S3's own
         // model (moto, and some gateways) want `?uploads` with no value.
         let make = || {
             let c = &self.credentials;
-            let mut headers = vec![(SHA256_META, sha256)];
-            headers.extend(self.sse.iter().map(|(k, v)| (*k, v.as_str())));
+            // Sorted by name, as the signature wants them.
+            let mut headers: Vec<(&str, &str)> =
+                self.sse.iter().map(|(k, v)| (*k, v.as_str())).collect();
+            headers.sort_unstable();
             let url = rusty_s3::signing::sign(
                 &jiff::Timestamp::now(),
                 rusty_s3::Method::Post,
@@ -435,13 +434,11 @@ impl Client {
             (url, headers)
         };
         let r = self.call("CreateMultipartUpload", key, &make, "POST", None, &[])?;
-        CreateMultipartUpload::parse_response(&r.body)
-            .map(|c| c.upload_id().to_owned())
-            .map_err(|e| OffloadError::BadReply {
-                op: "CreateMultipartUpload".to_owned(),
-                key: key.to_owned(),
-                message: format!("no upload id in it ({e})"),
-            })
+        upload_id(&r.body).ok_or_else(|| OffloadError::BadReply {
+            op: "CreateMultipartUpload".to_owned(),
+            key: key.to_owned(),
+            message: format!("no upload id in it: {}", excerpt(&r.body)),
+        })
     }
 
     /// Sends part `number` (from 1); its ETag.
@@ -516,12 +513,12 @@ impl Client {
                 message,
             });
         }
-        CompleteMultipartUploadResponse::parse(&r.body)
+        completed(&r.body)
             .map(|_| ())
-            .map_err(|e| OffloadError::BadReply {
+            .ok_or_else(|| OffloadError::BadReply {
                 op: "CompleteMultipartUpload".to_owned(),
                 key: key.to_owned(),
-                message: e.to_string(),
+                message: format!("not a CompleteMultipartUploadResult: {}", excerpt(&r.body)),
             })
     }
 
@@ -545,17 +542,13 @@ impl Client {
                 (a.sign(SIGNED_FOR), Vec::new())
             };
             let r = self.call("ListParts", key, &make, "GET", None, &[])?;
-            let page = rusty_s3::actions::ListParts::parse_response(&r.body).map_err(|e| {
-                OffloadError::BadReply {
-                    op: "ListParts".to_owned(),
-                    key: key.to_owned(),
-                    message: e.to_string(),
-                }
+            let page = parts_page(&r.body).ok_or_else(|| OffloadError::BadReply {
+                op: "ListParts".to_owned(),
+                key: key.to_owned(),
+                message: format!("not a ListPartsResult: {}", excerpt(&r.body)),
             })?;
-            for p in page.parts {
-                out.insert(p.number, (p.etag, p.size));
-            }
-            match page.next_part_number_marker {
+            out.extend(page.parts);
+            match page.next_marker {
                 Some(m) if Some(m) != marker => marker = Some(m),
                 _ => return Ok(out),
             }
@@ -574,6 +567,14 @@ impl Client {
         self.call("AbortMultipartUpload", key, &make, "DELETE", None, &[404])
             .map(|_| ())
     }
+}
+
+/// The start of a reply body, for an error message.
+fn excerpt(body: &str) -> String {
+    if body.trim().is_empty() {
+        return "(no body)".to_owned();
+    }
+    format!("{:?}", body.chars().take(120).collect::<String>())
 }
 
 /// Whether `e` is the TLS handshake failing (the store's certificate not

@@ -5,15 +5,17 @@
 //! fits in a part, else as a multipart upload whose parts are read with
 //! `pread` and sent `concurrency` at a time, each with its Content-MD5;
 //! what was read is dropped from the page cache, so an upload does not
-//! push the recording's pages out. One read before sending computes the
-//! file's SHA-256 and the MD5 of each part; each request carries its
-//! part's MD5 as Content-MD5, so the store refuses bytes that are not
-//! the ones hashed, and the object's ETag after the upload must be the
-//! one those MD5s give (S3's: the MD5 of a single PUT; the MD5 of the
-//! parts' MD5s and `-N` for N parts), else the file is sent again, and
-//! never deleted. A file is skipped when the store already holds it
-//! (same size, ETag and SHA-256 in the object's metadata). After every
-//! file of a bag directory, its [`crate::manifest`] is sent last.
+//! push the recording's pages out. Each part is read once: its MD5 is
+//! computed (the request's Content-MD5, so the store refuses bytes other
+//! than the ones hashed) and it is fed, in order, to the file's SHA-256
+//! (for the manifest, and a single PUT's metadata). After the upload the
+//! object's ETag must be the one those MD5s give (S3's: the MD5 of a
+//! single PUT; the MD5 of the parts' MD5s and `-N` for N parts; or, from
+//! a store that gives the MD5 of the whole object, that), else the file is
+//! sent again, and never deleted. A file is skipped when the store
+//! already holds an object of its size whose ETag (and SHA-256, when it
+//! has one) are the file's: only then is it read before sending. After
+//! every file of a bag directory, its [`crate::manifest`] is sent last.
 
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
@@ -222,9 +224,22 @@ pub struct Digests {
     pub sha256: String,
     /// The MD5 of each part, in order.
     pub part_md5: Vec<[u8; 16]>,
+    /// The MD5 of the whole file, when it was computed (for a store that
+    /// gives a multipart object that as its ETag).
+    pub whole_md5: Option<[u8; 16]>,
 }
 
 impl Digests {
+    /// The digests of `bytes` sent in one part.
+    pub fn of(bytes: &[u8]) -> Digests {
+        Digests {
+            size: bytes.len() as u64,
+            sha256: hex(&sha2::Sha256::digest(bytes)),
+            part_md5: vec![md5::Md5::digest(bytes).into()],
+            whole_md5: None,
+        }
+    }
+
     /// The ETag S3 gives the object once sent: the MD5 of a single PUT,
     /// or the MD5 of the parts' MD5s and `-N`; hex, without quotes.
     pub fn etag(&self) -> String {
@@ -258,21 +273,14 @@ fn hex(bytes: &[u8]) -> String {
 /// it is no larger), read once through a 1 MiB buffer and let go of in
 /// the page cache.
 pub fn digests(path: &Path, part_size: u64) -> Result<Digests, OffloadError> {
-    let f = std::fs::File::open(path).map_err(io(path, "open"))?;
     let part_size = part_size.max(1);
     let mut sha = sha2::Sha256::new();
     let mut part = md5::Md5::new();
     let mut in_part = 0u64;
     let mut parts = Vec::new();
-    let mut buf = vec![0u8; 1 << 20];
-    let mut off = 0u64;
-    loop {
-        let n = f.read_at(&mut buf, off).map_err(io(path, "read"))?;
-        if n == 0 {
-            break;
-        }
-        sha.update(&buf[..n]);
-        let mut rest = &buf[..n];
+    let size = read_through(path, |chunk| {
+        sha.update(chunk);
+        let mut rest = chunk;
         while !rest.is_empty() {
             let take = rest.len().min((part_size - in_part) as usize);
             part.update(&rest[..take]);
@@ -283,17 +291,40 @@ pub fn digests(path: &Path, part_size: u64) -> Result<Digests, OffloadError> {
                 in_part = 0;
             }
         }
-        drop_cache(&f, off, n as u64);
-        off += n as u64;
-    }
+    })?;
     if in_part > 0 || parts.is_empty() {
         parts.push(part.finalize().into());
     }
     Ok(Digests {
-        size: off,
+        size,
         sha256: hex(&sha.finalize()),
         part_md5: parts,
+        whole_md5: None,
     })
+}
+
+/// The MD5 of the whole file at `path`, hex.
+fn whole_md5(path: &Path) -> Result<String, OffloadError> {
+    let mut h = md5::Md5::new();
+    read_through(path, |chunk| h.update(chunk))?;
+    Ok(hex(&h.finalize()))
+}
+
+/// Reads `path` once through a 1 MiB buffer, handing each chunk to
+/// `each` and letting go of it in the page cache; the bytes read.
+fn read_through(path: &Path, mut each: impl FnMut(&[u8])) -> Result<u64, OffloadError> {
+    let f = std::fs::File::open(path).map_err(io(path, "open"))?;
+    let mut buf = vec![0u8; 1 << 20];
+    let mut off = 0u64;
+    loop {
+        let n = f.read_at(&mut buf, off).map_err(io(path, "read"))?;
+        if n == 0 {
+            return Ok(off);
+        }
+        each(&buf[..n]);
+        drop_cache(&f, off, n as u64);
+        off += n as u64;
+    }
 }
 
 /// Tells the kernel the pages of `[off, off + len)` are not needed again.
@@ -312,10 +343,11 @@ fn drop_cache(f: &std::fs::File, off: u64, len: u64) {
 }
 
 /// A multipart upload begun or taken up again: its id, the parts the
-/// store holds already (number to ETag), its journal.
+/// store holds already (number to the ETag and the Content-MD5 they were
+/// sent with), its journal.
 struct Started {
     id: String,
-    done: BTreeMap<u16, String>,
+    done: BTreeMap<u16, (String, String)>,
     entry: Option<Entry>,
 }
 
@@ -328,6 +360,10 @@ pub struct Uploader {
     endpoint: String,
     bucket: String,
     etag_is_md5: bool,
+    /// Set once the store is seen to give a multipart object the MD5 of
+    /// its bytes as its ETag (s3rver): later uploads compute that MD5 in
+    /// their one read instead of reading the file again.
+    whole_md5_etags: AtomicBool,
 }
 
 impl Uploader {
@@ -342,6 +378,7 @@ impl Uploader {
             endpoint: settings.endpoint.clone(),
             bucket: settings.bucket.clone(),
             etag_is_md5: settings.etag_is_md5(),
+            whole_md5_etags: AtomicBool::new(false),
         }
     }
 
@@ -371,40 +408,45 @@ impl Uploader {
                 size.div_ceil(MAX_PARTS)
             )));
         }
-        let d = digests(&f.path, self.part_size)?;
-        if d.size != size {
-            return Err(changed(&f.path));
-        }
+        // Only an object of the file's size may be the file: then read
+        // it to compare (a re-run); else send it, hashing as it is read.
         if let Some(have) = self.client.head(&f.key)? {
-            if self.holds(&have, &d) {
-                return Ok(FileOutcome::Skipped { sha256: d.sha256 });
+            if have.size == size {
+                let d = digests(&f.path, self.part_size)?;
+                if self.holds(&have, &d, Some(&f.path))? {
+                    return Ok(FileOutcome::Skipped { sha256: d.sha256 });
+                }
             }
         }
         let mut tries = 0;
         loop {
             tries += 1;
-            let (parts, reused) = if size <= self.part_size {
+            let (d, parts, reused) = if size <= self.part_size {
                 let body = std::fs::read(&f.path).map_err(io(&f.path, "read"))?;
                 if body.len() as u64 != size {
                     return Err(changed(&f.path));
                 }
+                let d = Digests::of(&body);
                 self.client
-                    .put(&f.key, &body, &d.content_md5(0), &d.sha256)?;
+                    .put(&f.key, &body, &d.content_md5(0), Some(&d.sha256))?;
                 progress(size);
-                (1, 0)
+                (d, 1, 0)
             } else {
-                self.multipart(f, &d, progress)?
+                self.multipart(f, size, progress)?
             };
             // What the store holds now must be the file.
-            let what = match self.client.head(&f.key)? {
-                Some(have) if self.holds(&have, &d) => {
+            let have = self.client.head(&f.key)?;
+            if let Some(have) = &have {
+                if self.holds(have, &d, Some(&f.path))? {
                     return Ok(FileOutcome::Sent {
                         bytes: size,
                         parts,
                         reused,
                         sha256: d.sha256,
-                    })
+                    });
                 }
+            }
+            let what = match have {
                 Some(have) if have.size != size => format!("{} bytes, the file {size}", have.size),
                 Some(have) => format!(
                     "ETag {}, where the file's part MD5s give {}",
@@ -424,20 +466,55 @@ impl Uploader {
         }
     }
 
-    /// Whether the object `have` is the file of digests `d`: its size,
-    /// the SHA-256 the upload stored, and (unless SSE-KMS makes ETags
-    /// opaque) its ETag.
-    fn holds(&self, have: &crate::s3::ObjectInfo, d: &Digests) -> bool {
-        have.size == d.size
-            && have.sha256.as_deref() == Some(d.sha256.as_str())
-            && (!self.etag_is_md5 || have.etag.as_deref() == Some(d.etag().as_str()))
+    /// Whether the object `have` is the file (at `path`) of digests `d`:
+    /// its size, the SHA-256 a single PUT stored with it, and (unless
+    /// SSE-KMS makes ETags opaque) its ETag: S3's form, or, from a store
+    /// that gives a multipart object the MD5 of its bytes instead
+    /// (s3rver), that MD5, computed by reading the file again only then.
+    fn holds(
+        &self,
+        have: &crate::s3::ObjectInfo,
+        d: &Digests,
+        path: Option<&Path>,
+    ) -> Result<bool, OffloadError> {
+        if have.size != d.size {
+            return Ok(false);
+        }
+        // A single PUT stores the SHA-256 with the object; a multipart
+        // upload begins before it is known (the ETag covers its parts).
+        if have.sha256.as_deref().is_some_and(|s| s != d.sha256) {
+            return Ok(false);
+        }
+        if !self.etag_is_md5 {
+            return Ok(true);
+        }
+        let Some(etag) = have.etag.as_deref() else {
+            return Ok(false);
+        };
+        if etag == d.etag() {
+            return Ok(true);
+        }
+        let whole_md5_form = etag.len() == 32 && etag.bytes().all(|b| b.is_ascii_hexdigit());
+        if d.part_md5.len() < 2 || !whole_md5_form {
+            return Ok(false);
+        }
+        let whole = match (d.whole_md5, path) {
+            (Some(m), _) => hex(&m),
+            (None, Some(path)) => whole_md5(path)?,
+            (None, None) => return Ok(false),
+        };
+        let same = etag.eq_ignore_ascii_case(&whole);
+        if same {
+            self.whole_md5_etags.store(true, Ordering::Relaxed);
+        }
+        Ok(same)
     }
 
     /// Where a multipart upload of `f` stands: the upload a journal says
     /// was cut (its parts the store still holds, by number), or a new one.
     fn start_or_resume(&self, f: &PlannedFile, header: &Header) -> Result<Started, OffloadError> {
         let Some(journal) = &self.journal else {
-            let id = self.client.create_multipart(&f.key, &header.sha256)?;
+            let id = self.client.create_multipart(&f.key)?;
             return Ok(Started {
                 id,
                 done: BTreeMap::new(),
@@ -450,7 +527,6 @@ impl Uploader {
                 && old.file == header.file
                 && old.size == header.size
                 && old.mtime_ns == header.mtime_ns
-                && old.sha256 == header.sha256
                 && old.part_size == header.part_size;
             if same {
                 match self.client.list_parts(&f.key, &old.upload_id) {
@@ -458,7 +534,7 @@ impl Uploader {
                         // A part counts when the journal and the store agree
                         // on its ETag; a part the store has that the journal
                         // never recorded was in flight, and is sent again.
-                        let done: BTreeMap<u16, String> = r
+                        let done: BTreeMap<u16, (String, String)> = r
                             .parts
                             .values()
                             .filter(|p| {
@@ -466,7 +542,7 @@ impl Uploader {
                                     .get(&p.part)
                                     .is_some_and(|(e, _)| same_etag(e, &p.etag))
                             })
-                            .map(|p| (p.part, p.etag.clone()))
+                            .map(|p| (p.part, (p.etag.clone(), p.md5.clone())))
                             .collect();
                         tracing::info!(
                             "{}: going on with the upload cut before ({} of its parts at the store)",
@@ -500,7 +576,7 @@ impl Uploader {
             }
             journal.remove(&self.bucket, &f.key);
         }
-        let id = self.client.create_multipart(&f.key, &header.sha256)?;
+        let id = self.client.create_multipart(&f.key)?;
         let header = Header {
             upload_id: id.clone(),
             ..header.clone()
@@ -513,16 +589,19 @@ impl Uploader {
         })
     }
 
-    /// Sends `f` in parts, each with its MD5 from `d`; (parts, parts
-    /// reused from a cut upload).
+    /// Sends `f` (`size` bytes) in parts, reading it once: each part is
+    /// read, its MD5 computed (its Content-MD5), fed in order to the
+    /// file's SHA-256, then sent, `concurrency` parts at a time. A part a
+    /// cut upload left at the store is read too, and kept only if its
+    /// MD5 is the one it was sent with. Returns the file's digests, the
+    /// parts, and how many were kept from before.
     fn multipart(
         &self,
         f: &PlannedFile,
-        d: &Digests,
+        size: u64,
         progress: &(dyn Fn(u64) + Sync),
-    ) -> Result<(u64, u64), OffloadError> {
-        let (size, sha) = (d.size, d.sha256.as_str());
-        let n = size.div_ceil(self.part_size);
+    ) -> Result<(Digests, u64, u64), OffloadError> {
+        let n = size.div_ceil(self.part_size) as usize;
         let file = std::fs::File::open(&f.path).map_err(io(&f.path, "open"))?;
         let meta = file.metadata().map_err(io(&f.path, "read"))?;
         let header = Header {
@@ -535,51 +614,90 @@ impl Uploader {
             file: f.path.canonicalize().unwrap_or_else(|_| f.path.clone()),
             size,
             mtime_ns: mtime_ns(&meta),
-            sha256: sha.to_owned(),
+            // Not known until every part is read.
+            sha256: String::new(),
             part_size: self.part_size,
         };
         let Started { id, done, entry } = self.start_or_resume(f, &header)?;
-        let reused = done.len() as u64;
-        let mut initial: Vec<Option<String>> = vec![None; n as usize];
-        let mut already = 0u64;
-        for (num, etag) in &done {
-            if let Some(slot) = initial.get_mut(usize::from(*num) - 1) {
-                *slot = Some(etag.clone());
-                already += self
-                    .part_size
-                    .min(size - (u64::from(*num) - 1) * self.part_size);
-            }
-        }
-        if already > 0 {
-            progress(already);
-        }
-        let todo: Vec<usize> = (0..n as usize).filter(|i| initial[*i].is_none()).collect();
-        let etags: Mutex<Vec<Option<String>>> = Mutex::new(initial);
+        let etags: Mutex<Vec<Option<String>>> = Mutex::new(vec![None; n]);
+        let md5s: Mutex<Vec<[u8; 16]>> = Mutex::new(vec![[0; 16]; n]);
         let entry = Mutex::new(entry);
         let next = AtomicUsize::new(0);
         let failed = AtomicBool::new(false);
         let first_error: Mutex<Option<OffloadError>> = Mutex::new(None);
-        let sent = AtomicU64::new(already);
+        let sent = AtomicU64::new(0);
+        let kept = AtomicU64::new(0);
+        // The SHA-256 (and for a store whose ETags need it, the whole
+        // file's MD5) take the parts in order: (the next part they take,
+        // the hashes so far).
+        let whole = self
+            .whole_md5_etags
+            .load(Ordering::Relaxed)
+            .then(md5::Md5::new);
+        let order = Mutex::new((0usize, sha2::Sha256::new(), whole));
+        let turn = std::sync::Condvar::new();
+        let fail = |e: OffloadError| {
+            failed.store(true, Ordering::Relaxed);
+            lock(&first_error).get_or_insert(e);
+            turn.notify_all();
+        };
         std::thread::scope(|s| {
-            for _ in 0..self.concurrency.min(todo.len()) {
+            for _ in 0..self.concurrency.min(n) {
                 s.spawn(|| {
                     let mut buf = Vec::new();
                     while !failed.load(Ordering::Relaxed) {
-                        let Some(&i) = todo.get(next.fetch_add(1, Ordering::Relaxed)) else {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        if i >= n {
                             break;
-                        };
+                        }
                         let off = i as u64 * self.part_size;
                         let len = self.part_size.min(size - off) as usize;
                         let number = (i + 1) as u16;
                         buf.resize(len, 0);
-                        let part = file
-                            .read_exact_at(&mut buf, off)
-                            .map_err(io(&f.path, "read"))
-                            .and_then(|()| {
-                                drop_cache(&file, off, len as u64);
-                                let md5 = d.content_md5(i);
-                                let etag =
-                                    self.client.upload_part(&f.key, &id, number, &buf, &md5)?;
+                        if let Err(e) = file.read_exact_at(&mut buf, off) {
+                            fail(io(&f.path, "read")(e));
+                            break;
+                        }
+                        drop_cache(&file, off, len as u64);
+                        let digest: [u8; 16] = md5::Md5::digest(&buf).into();
+                        lock(&md5s)[i] = digest;
+                        // Wait for this part's turn in the SHA-256.
+                        {
+                            let mut o = lock(&order);
+                            while o.0 != i && !failed.load(Ordering::Relaxed) {
+                                o = turn
+                                    .wait(o)
+                                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                            }
+                            if failed.load(Ordering::Relaxed) {
+                                break;
+                            }
+                            o.1.update(&buf);
+                            if let Some(w) = o.2.as_mut() {
+                                w.update(&buf);
+                            }
+                            o.0 += 1;
+                            turn.notify_all();
+                        }
+                        let md5 = {
+                            use base64::Engine as _;
+                            base64::engine::general_purpose::STANDARD.encode(digest)
+                        };
+                        // A part from a cut upload stays if it is these bytes.
+                        if let Some((etag, was)) = done.get(&number) {
+                            if *was == md5 {
+                                lock(&etags)[i] = Some(etag.clone());
+                                kept.fetch_add(1, Ordering::Relaxed);
+                                progress(
+                                    sent.fetch_add(len as u64, Ordering::Relaxed) + len as u64,
+                                );
+                                continue;
+                            }
+                        }
+                        let part = self
+                            .client
+                            .upload_part(&f.key, &id, number, &buf, &md5)
+                            .and_then(|etag| {
                                 // Durable before it counts as sent.
                                 if let Some(e) = lock(&entry).as_mut() {
                                     e.acknowledged(&Part {
@@ -599,8 +717,8 @@ impl Uploader {
                                 );
                             }
                             Err(e) => {
-                                failed.store(true, Ordering::Relaxed);
-                                lock(&first_error).get_or_insert(e);
+                                fail(e);
+                                break;
                             }
                         }
                     }
@@ -629,7 +747,19 @@ impl Uploader {
                 }
             }
         }
-        result.map(|()| (n, reused))
+        result?;
+        let (_, sha, whole) = order
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let d = Digests {
+            size,
+            sha256: hex(&sha.finalize()),
+            part_md5: md5s
+                .into_inner()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+            whole_md5: whole.map(|w| w.finalize().into()),
+        };
+        Ok((d, n as u64, kept.into_inner()))
     }
 
     /// Abandons the uploads the journal holds for this store and bucket
@@ -758,20 +888,16 @@ impl Uploader {
     /// Sends `bytes` as the object `key` in one PUT unless the store holds
     /// it already, and checks it there as [`Uploader::upload`] does.
     pub fn upload_bytes(&self, key: &str, bytes: &[u8]) -> Result<FileOutcome, OffloadError> {
-        let md5: [u8; 16] = md5::Md5::digest(bytes).into();
-        let d = Digests {
-            size: bytes.len() as u64,
-            sha256: hex(&sha2::Sha256::digest(bytes)),
-            part_md5: vec![md5],
-        };
+        let d = Digests::of(bytes);
         if let Some(have) = self.client.head(key)? {
-            if self.holds(&have, &d) {
+            if self.holds(&have, &d, None)? {
                 return Ok(FileOutcome::Skipped { sha256: d.sha256 });
             }
         }
-        self.client.put(key, bytes, &d.content_md5(0), &d.sha256)?;
+        self.client
+            .put(key, bytes, &d.content_md5(0), Some(&d.sha256))?;
         match self.client.head(key)? {
-            Some(have) if self.holds(&have, &d) => Ok(FileOutcome::Sent {
+            Some(have) if self.holds(&have, &d, None)? => Ok(FileOutcome::Sent {
                 bytes: d.size,
                 parts: 1,
                 reused: 0,

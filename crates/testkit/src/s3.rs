@@ -14,6 +14,9 @@ pub struct Moto {
     /// With TLS: the directory of `ca.pem` (the CA made for this server),
     /// `client.pem` and `client.key` (the client certificate it signed).
     pub tls: Option<PathBuf>,
+    /// The access key and secret the server takes (moto takes any;
+    /// s3rver only its own).
+    pub keys: (&'static str, &'static str),
 }
 
 fn s3peer() -> PathBuf {
@@ -66,6 +69,47 @@ impl Moto {
             child,
             endpoint: format!("{scheme}://127.0.0.1:{port}"),
             tls,
+            keys: ("edgerec-test", "edgerec-test-secret"),
+        }
+    }
+
+    /// s3rver 3.7.1 (npm, tests/js) instead of moto: an S3-compatible
+    /// server that stores objects under `dir`, writes its XML without
+    /// S3's namespace and gives a multipart object the MD5 of its bytes
+    /// as its ETag; `bucket` exists from the start.
+    pub fn start_s3rver(dir: &std::path::Path, bucket: &str) -> Moto {
+        let bin = crate::workspace_root().join("tests/js/node_modules/.bin/s3rver");
+        assert!(
+            bin.exists(),
+            "{}: missing (npm ci in tests/js; scripts/test's setup does it)",
+            bin.display()
+        );
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free loopback port")
+            .port();
+        let child = Command::new(bin)
+            .arg("-d")
+            .arg(dir)
+            .args(["-a", "127.0.0.1", "-p", &port.to_string(), "--silent"])
+            .args(["--configure-bucket", bucket])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("s3rver");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "s3rver did not listen within 30 s"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        Moto {
+            child,
+            endpoint: format!("http://127.0.0.1:{port}"),
+            tls: None,
+            keys: ("S3RVER", "S3RVER"),
         }
     }
 
@@ -78,6 +122,8 @@ impl Moto {
         if let Some(dir) = &self.tls {
             cmd.env("S3PEER_TLS_DIR", dir);
         }
+        cmd.env("S3PEER_KEY", self.keys.0)
+            .env("S3PEER_SECRET", self.keys.1);
         let o = cmd.output().expect("s3peer.py");
         assert!(
             o.status.success(),
