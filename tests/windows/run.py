@@ -18,6 +18,12 @@ writer and a rosbag2 directory by rosbags' writer
   directory) write files that the Linux build's `check` accepts and whose
   `cat --json` equals that of the Linux build's own conversion.
 
+Then `upload` of rosbags' bag directory (with a 6 MiB segment added, so
+it goes in parts) to a real S3 server on loopback (PyPI moto, through
+tests/py/s3peer.py, plain HTTP with allow_http): exit 0, every file in
+the bucket byte for byte and the session manifest (boto3); run again,
+nothing is sent.
+
 A difference is printed and the script exits 1. Wine's own noise on
 stderr is not compared (WINEDEBUG=-all keeps most of it away); stdout and
 exit status are.
@@ -82,6 +88,67 @@ def topics_of(t, bag):
     return sorted({json.loads(l)["topic"] for l in out.stdout.splitlines() if l})
 
 
+def upload(t, work, py):
+    """`upload` under Wine to moto on loopback, checked with boto3."""
+    import socket
+    s3peer = REPO / "tests/py/s3peer.py"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    endpoint = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen([py, s3peer, "serve", "--port", str(port)],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        if server.stdout.readline().strip() != "ready":
+            sys.exit("s3peer.py serve: moto did not start")
+        mk = run([py, s3peer, "mkbucket", "--endpoint", endpoint, "--bucket", "fleet"])
+        if mk.returncode != 0:
+            sys.exit(f"s3peer.py mkbucket: {mk.stderr}")
+        bag = work / "upload" / "laptop_20261206T101500Z"
+        shutil.rmtree(bag.parent, ignore_errors=True)
+        shutil.copytree(work / "ref" / "rosbags", bag)
+        (bag / "laptop_20261206T101500Z_9.mcap").write_bytes(os.urandom(6 << 20))
+        creds = work / "upload" / "credentials"
+        creds.write_text("[default]\naws_access_key_id = edgerec-test\n"
+                         "aws_secret_access_key = edgerec-test-secret\n")
+        creds.chmod(0o600)
+        cfg = work / "upload" / "offload.toml"
+        cfg.write_text(f"""[offload]
+endpoint = "{endpoint}"
+allow_http = true
+bucket = "fleet"
+vehicle_id = "laptop"
+credentials_file = "{creds}"
+journal_dir = "{work / 'upload' / 'journal'}"
+part_size = "5MiB"
+""")
+        first = t.wine("upload", "--quiet", "--config", cfg, bag)
+        if first.returncode != 0:
+            failures.append("upload")
+            print(f"FAILED upload under Wine: exit {first.returncode}\n{first.stdout}"
+                  f"{first.stderr[-1500:]}")
+            return
+        v = run([py, s3peer, "verify", "--endpoint", endpoint, "--bucket", "fleet",
+                 "--prefix", f"laptop/{bag.name}/", "--dir", bag])
+        objects = json.loads(v.stdout or "{}")
+        local = sorted(p.name for p in bag.iterdir())
+        names = sorted(k.rsplit("/", 1)[-1] for k in objects)
+        ok = names == sorted(local + ["manifest.json"]) and all(
+            o["equal"] for k, o in objects.items() if not k.endswith("/manifest.json"))
+        again = t.wine("upload", "--quiet", "--config", cfg, bag)
+        ok = ok and again.returncode == 0 and again.stdout.startswith("0 sent")
+        if not ok:
+            failures.append("upload")
+            print(f"FAILED upload under Wine: objects {names}, local {local}\n"
+                  f"{json.dumps(objects, indent=1)[:2000]}\nagain: {again.stdout}{again.stderr[-800:]}")
+            return
+        print(f"upload under Wine: {first.stdout.strip()}; boto3 reads {len(local)} files back "
+              "byte for byte and the manifest; again: 0 sent")
+    finally:
+        server.terminate()
+        server.wait()
+
+
 def main():
     exe, native, work = (Path(a).resolve() for a in sys.argv[1:4])
     work.mkdir(parents=True, exist_ok=True)
@@ -134,6 +201,7 @@ def main():
                 continue
             same(f"cat of convert {' '.join(how) or '(ros1 mcap)'} {bag}",
                  t.linux("cat", w, "--json"), t.linux("cat", l, "--json"))
+    upload(t, work, py)
     if failures:
         print(f"{len(failures)} differences: {failures}")
         sys.exit(1)

@@ -33,7 +33,6 @@ mod gpio_triggers;
 mod health_triggers;
 mod record_cmd;
 mod ros;
-mod upload_cmd;
 
 /// sysexits EX_CONFIG: the configuration is wrong; nothing was created.
 const EXIT_CONFIG: u8 = 78;
@@ -321,7 +320,12 @@ fn main() -> ExitCode {
             config,
             quiet,
             paths,
-        } => upload_cmd::run(&config, &paths, quiet),
+        } => ExitCode::from(edgerec_offload::command::run(
+            "edgerec upload",
+            &config,
+            &paths,
+            quiet,
+        )),
         Cmd::Completions { shell } => {
             cli_docs::completions(Cli::command(), shell, &mut std::io::stdout().lock());
             ExitCode::SUCCESS

@@ -6,7 +6,6 @@
 //! from the environment. Nothing else is asked: no instance metadata
 //! service, no other file.
 
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use crate::OffloadError;
@@ -71,25 +70,20 @@ fn from_file(path: &Path, profile: &str) -> Result<Secret, OffloadError> {
 /// what is read.
 pub fn read_private(path: &Path, what: &str, max: u64) -> Result<Vec<u8>, OffloadError> {
     use std::io::Read as _;
-    use std::os::unix::fs::OpenOptionsExt as _;
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| {
-            if e.raw_os_error() == Some(libc::ELOOP) {
-                refuse(
-                    path,
-                    format!("the {what} is a symbolic link: name the file itself"),
-                )
-            } else {
-                OffloadError::Io {
-                    path: path.to_path_buf(),
-                    what: "open",
-                    source: e,
-                }
+    let f = crate::platform::open_private(path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::InvalidInput {
+            refuse(
+                path,
+                format!("the {what} is a symbolic link: name the file itself"),
+            )
+        } else {
+            OffloadError::Io {
+                path: path.to_path_buf(),
+                what: "open",
+                source: e,
             }
-        })?;
+        }
+    })?;
     let meta = f.metadata().map_err(|e| OffloadError::Io {
         path: path.to_path_buf(),
         what: "read the metadata of",
@@ -98,8 +92,7 @@ pub fn read_private(path: &Path, what: &str, max: u64) -> Result<Vec<u8>, Offloa
     if !meta.is_file() {
         return Err(refuse(path, format!("the {what} is not a regular file")));
     }
-    let mode = meta.mode() & 0o777;
-    if mode & 0o077 != 0 {
+    if let Some(mode) = crate::platform::readable_by_others(&meta) {
         return Err(refuse(
             path,
             format!(

@@ -3,6 +3,7 @@
 //! recorder and never in its path: the recorder does not depend on this
 //! crate, and nothing here runs while a segment is written.
 //!
+//! - [`command`]: the `upload` command both binaries run;
 //! - [`settings`]: `[offload]` turned into what the client needs (the
 //!   vehicle's name, the store, the limits);
 //! - [`credentials`]: the AWS shared-credentials file (owner-only) or the
@@ -17,6 +18,8 @@
 //!   sent `concurrency` at a time, each with the Content-MD5 the store
 //!   checks, the object's ETag checked after), and a bag directory in
 //!   order, `metadata.yaml` and then the session [`manifest`] last;
+//! - [`platform`]: what differs on the laptops the tools run on
+//!   (positioned reads, the page cache, secrets' permissions);
 //! - [`priority`]: the upload's reads at the idle I/O class;
 //! - [`manifest`]: what a session holds (each file's size, SHA-256,
 //!   messages and time range), sent after its files;
@@ -28,11 +31,13 @@
 //! SHA-256 stored in the object's metadata (`x-amz-meta-sha256`); such a
 //! file is skipped the next time.
 
+pub mod command;
 pub mod credentials;
 pub mod error;
 pub mod journal;
 pub mod key;
 pub mod manifest;
+pub mod platform;
 pub mod priority;
 pub mod reply;
 pub mod s3;

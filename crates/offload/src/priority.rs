@@ -6,14 +6,18 @@
 //! (`posix_fadvise(DONTNEED)` on what it read).
 
 /// `IOPRIO_CLASS_IDLE` (linux/ioprio.h).
+#[cfg(target_os = "linux")]
 const IOPRIO_CLASS_IDLE: i32 = 3;
 /// `IOPRIO_CLASS_SHIFT`.
+#[cfg(target_os = "linux")]
 const IOPRIO_CLASS_SHIFT: i32 = 13;
 /// `IOPRIO_WHO_PROCESS`: with id 0, the calling thread.
+#[cfg(target_os = "linux")]
 const IOPRIO_WHO_PROCESS: i32 = 1;
 
 /// Puts the calling thread (and the threads it starts after) in the idle
-/// I/O class.
+/// I/O class (Linux; elsewhere nothing).
+#[cfg(target_os = "linux")]
 pub fn idle_io() -> std::io::Result<()> {
     // SAFETY: ioprio_set takes three integers and touches no memory of
     // ours.
@@ -31,7 +35,14 @@ pub fn idle_io() -> std::io::Result<()> {
     Ok(())
 }
 
+/// Elsewhere the upload keeps its I/O priority.
+#[cfg(not(target_os = "linux"))]
+pub fn idle_io() -> std::io::Result<()> {
+    Ok(())
+}
+
 /// The calling thread's I/O class (`IOPRIO_CLASS_*`).
+#[cfg(target_os = "linux")]
 pub fn io_class() -> std::io::Result<i32> {
     // SAFETY: as above; ioprio_get returns the priority or -1.
     let r = unsafe { libc::syscall(libc::SYS_ioprio_get, IOPRIO_WHO_PROCESS, 0) };
@@ -41,7 +52,7 @@ pub fn io_class() -> std::io::Result<i32> {
     Ok((r as i32) >> IOPRIO_CLASS_SHIFT)
 }
 
-#[cfg(test)]
+#[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
 

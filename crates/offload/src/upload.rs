@@ -17,7 +17,6 @@
 //! has one) are the file's: only then is it read before sending. After
 //! every file of a bag directory, its [`crate::manifest`] is sent last.
 
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -30,6 +29,7 @@ use crate::error::io;
 use crate::journal::{Entry, Header, Journal, Part};
 use crate::key::{date_from_session, date_from_unix, object_key, KeyParts};
 use crate::manifest::MANIFEST;
+use crate::platform::{drop_cache, mtime_ns, read_at, read_exact_at};
 use crate::s3::Client;
 use crate::settings::Settings;
 use crate::OffloadError;
@@ -211,7 +211,7 @@ fn key_for(settings: &Settings, session: &str, file: &str, date: &str) -> String
 }
 
 fn mtime(m: &std::fs::Metadata) -> i64 {
-    std::os::unix::fs::MetadataExt::mtime(m)
+    (mtime_ns(m) / 1_000_000_000) as i64
 }
 
 /// What a file is, from one read: its size, its SHA-256 and the MD5 of
@@ -317,28 +317,13 @@ fn read_through(path: &Path, mut each: impl FnMut(&[u8])) -> Result<u64, Offload
     let mut buf = vec![0u8; 1 << 20];
     let mut off = 0u64;
     loop {
-        let n = f.read_at(&mut buf, off).map_err(io(path, "read"))?;
+        let n = read_at(&f, &mut buf, off).map_err(io(path, "read"))?;
         if n == 0 {
             return Ok(off);
         }
         each(&buf[..n]);
         drop_cache(&f, off, n as u64);
         off += n as u64;
-    }
-}
-
-/// Tells the kernel the pages of `[off, off + len)` are not needed again.
-fn drop_cache(f: &std::fs::File, off: u64, len: u64) {
-    use std::os::fd::AsRawFd;
-    // SAFETY: posix_fadvise only advises the kernel about an open fd's
-    // pages; it touches no memory of ours.
-    unsafe {
-        libc::posix_fadvise(
-            f.as_raw_fd(),
-            off as libc::off_t,
-            len as libc::off_t,
-            libc::POSIX_FADV_DONTNEED,
-        );
     }
 }
 
@@ -654,7 +639,7 @@ impl Uploader {
                         let len = self.part_size.min(size - off) as usize;
                         let number = (i + 1) as u16;
                         buf.resize(len, 0);
-                        if let Err(e) = file.read_exact_at(&mut buf, off) {
+                        if let Err(e) = read_exact_at(&file, &mut buf, off) {
                             fail(io(&f.path, "read")(e));
                             break;
                         }
@@ -935,11 +920,6 @@ pub struct Report {
 /// quote it in a header and in XML).
 fn same_etag(a: &str, b: &str) -> bool {
     a.trim_matches('"') == b.trim_matches('"')
-}
-
-fn mtime_ns(m: &std::fs::Metadata) -> i128 {
-    use std::os::unix::fs::MetadataExt;
-    i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec())
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

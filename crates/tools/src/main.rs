@@ -1,6 +1,6 @@
-//! `edgerec-tools`: the read-only bag commands of `edgerec` as a program
-//! for any OS (Linux, Windows, macOS): no recorder, no io_uring, no
-//! GStreamer. It only wires [`edgerec_tools::cli`].
+//! `edgerec-tools`: the bag commands of `edgerec` as a program for any OS
+//! (Linux, Windows, macOS): no recorder, no io_uring, no GStreamer. It
+//! only wires [`edgerec_tools::cli`] and `edgerec_offload`'s upload.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -12,7 +12,7 @@ use edgerec_tools::cli;
 #[command(
     name = "edgerec-tools",
     version,
-    about = "ROS 1 bags, MCAP files and rosbag2 directories without ROS: info, check, cat, export csv, convert, reindex"
+    about = "ROS 1 bags, MCAP files and rosbag2 directories without ROS: info, check, cat, export csv, convert, reindex, upload"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -51,6 +51,26 @@ enum Cmd {
         /// A bag directory, an .mcap(.active) file or a ROS 1 bag.
         path: PathBuf,
     },
+    /// Send bag directories or files to the S3-compatible store of a
+    /// configuration's `[offload]` (as `edgerec upload` does on the
+    /// vehicle: checked parts, resumable, a session manifest). Exit 0 when
+    /// every file is at the store, 1 when one could not be sent, 78 for
+    /// the configuration or the credentials.
+    #[command(
+        after_help = "Example:\n  edgerec-tools upload --config offload.toml D:\\bags\\demo_20261206T101500Z"
+    )]
+    Upload {
+        /// A configuration file whose `[offload]` to use (only that table
+        /// is needed).
+        #[arg(long, short)]
+        config: PathBuf,
+        /// No progress line, only the summary.
+        #[arg(long, short)]
+        quiet: bool,
+        /// Bag directories and files.
+        #[arg(required = true, num_args = 1..)]
+        paths: Vec<PathBuf>,
+    },
     /// Print the version.
     Version,
 }
@@ -73,6 +93,16 @@ fn main() -> ExitCode {
         Cmd::Convert(args) => cli::convert_cmd(&args),
         Cmd::Reindex(args) => cli::reindex_cmd(&args),
         Cmd::Recover { path } => cli::recover_cmd(&path),
+        Cmd::Upload {
+            config,
+            quiet,
+            paths,
+        } => ExitCode::from(edgerec_offload::command::run(
+            "edgerec-tools upload",
+            &config,
+            &paths,
+            quiet,
+        )),
         Cmd::Version => {
             println!("edgerec-tools {}", env!("CARGO_PKG_VERSION"));
             ExitCode::SUCCESS

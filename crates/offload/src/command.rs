@@ -1,52 +1,53 @@
-//! `edgerec upload`: wires `[offload]` and the paths given to
-//! edgerec-offload, and reports on the terminal.
+//! The `upload` command of `edgerec` (on the vehicle) and of
+//! `edgerec-tools` (on a laptop, any OS): `[offload]` of the configuration
+//! and the paths given, sent with progress on a terminal and a summary;
+//! the binaries only parse their arguments and call [`run`].
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
-use std::process::ExitCode;
 use std::time::Instant;
 
+use crate::{credentials, s3::Client, upload, FileOutcome, OffloadError, Settings, Uploader};
 use edgerec_config::Config;
-use edgerec_offload::{
-    credentials, s3::Client, upload, FileOutcome, OffloadError, Settings, Uploader,
-};
 
-const EXIT_CONFIG: u8 = 78;
+/// The exit code of a configuration or credentials error (EX_CONFIG).
+pub const EXIT_CONFIG: u8 = 78;
 
-/// Runs the command; its exit code.
-pub fn run(config: &Path, paths: &[PathBuf], quiet: bool) -> ExitCode {
+/// Runs the command as `name` (`edgerec upload`) with the configuration
+/// file `config`; its exit code: 0 every file is at the store, 1 one
+/// could not be sent, [`EXIT_CONFIG`] for the configuration or the
+/// credentials.
+pub fn run(name: &str, config: &Path, paths: &[PathBuf], quiet: bool) -> u8 {
     let cfg = match Config::load(config) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("edgerec upload: {e}");
-            return ExitCode::from(EXIT_CONFIG);
+            eprintln!("{name}: {e}");
+            return EXIT_CONFIG;
         }
     };
     let (settings, client) = match connect(&cfg) {
         Ok(x) => x,
         Err(e) => {
-            eprintln!("edgerec upload: {}: {e}", config.display());
-            return ExitCode::from(EXIT_CONFIG);
+            eprintln!("{name}: {}: {e}", config.display());
+            return EXIT_CONFIG;
         }
     };
     let plan = match upload::plan(paths, &settings) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!("edgerec upload: {e}");
-            return ExitCode::from(1);
+            eprintln!("{name}: {e}");
+            return 1;
         }
     };
     for s in &plan.skipped {
-        eprintln!("edgerec upload: not sent: {s}");
+        eprintln!("{name}: not sent: {s}");
     }
     let total: u64 = plan.files.iter().map(|f| f.size).sum();
     let live = !quiet && std::io::stderr().is_terminal();
     let uploader = Uploader::new(client, &settings);
     let stale = uploader.abandon_stale();
     if stale > 0 {
-        eprintln!(
-            "edgerec upload: abandoned {stale} cut upload(s) whose files are gone or changed"
-        );
+        eprintln!("{name}: abandoned {stale} cut upload(s) whose files are gone or changed");
     }
     let started = Instant::now();
     let progress = |done: u64| {
@@ -86,7 +87,7 @@ pub fn run(config: &Path, paths: &[PathBuf], quiet: bool) -> ExitCode {
             if live {
                 eprintln!();
             }
-            eprintln!("edgerec upload: {}: {e}", path.display());
+            eprintln!("{name}: {}: {e}", path.display());
         }
     }
     };
@@ -111,9 +112,9 @@ pub fn run(config: &Path, paths: &[PathBuf], quiet: bool) -> ExitCode {
         settings.endpoint
     );
     if report.failed.is_empty() && report.not_tried == 0 {
-        ExitCode::SUCCESS
+        0
     } else {
-        ExitCode::from(1)
+        1
     }
 }
 
