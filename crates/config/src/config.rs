@@ -19,7 +19,8 @@ use crate::schema::{
 };
 use crate::values::{
     Addressing, CameraSourceKind, ClockSourceKind, Compression, EncoderChoice, GpioEdge, Located,
-    Rate, RateControl, RecordingMode, RosDistro, SourceFault, Sse, StorageBackend, SyntheticKind,
+    OffloadMode, Rate, RateControl, RecordingMode, RosDistro, SourceFault, Sse, StorageBackend,
+    SyntheticKind,
 };
 use crate::voltage::VoltageProfile;
 
@@ -129,6 +130,10 @@ section! {
         /// The KMS key (id or ARN) of `sse = "aws:kms"`; empty = the
         /// store's default KMS key (default).
         sse_kms_key_id: String = String::new(), read(offload::kms_key_id);
+        /// What `edgerec run` sends while it records: `none` (default;
+        /// `edgerec upload` by hand) or `all` (every segment and event clip
+        /// as it closes, then each session's `metadata.yaml` and manifest).
+        upload: OffloadMode = OffloadMode::None, choice(&OffloadMode::ALL, OffloadMode::as_str);
         /// Where multipart uploads in progress are journaled (upload id,
         /// each acknowledged part), so an upload cut by a crash or a power
         /// cut goes on where it stopped; empty = no journal (a cut upload

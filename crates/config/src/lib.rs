@@ -92,8 +92,8 @@ pub use error::ConfigError;
 pub use units::{parse_duration, parse_size, UnitError};
 pub use values::{
     Addressing, CameraSourceKind, ClockSourceKind, Compression, EncoderChoice, GpioEdge, Located,
-    Rate, RateControl, RecordingMode, RosDistro, SourceFault, Sse, StorageBackend, SyntheticKind,
-    HEALTH_CONDITIONS, HEALTH_STATES,
+    OffloadMode, Rate, RateControl, RecordingMode, RosDistro, SourceFault, Sse, StorageBackend,
+    SyntheticKind, HEALTH_CONDITIONS, HEALTH_STATES,
 };
 pub use voltage::{VoltageProfile, VoltageProfileError, VoltageStep};
 

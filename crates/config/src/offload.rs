@@ -164,7 +164,25 @@ fn offload_endpoint_scheme(cx: &Cx, table: &Table, config: &crate::OffloadConfig
 /// The checks of `[offload]` that span keys.
 pub(crate) fn check(cx: &Cx, table: &Table, config: &crate::OffloadConfig) -> Result<()> {
     offload_endpoint_scheme(cx, table, config)?;
-    offload_tls_and_sse(cx, table, config)
+    offload_tls_and_sse(cx, table, config)?;
+    if config.upload != crate::OffloadMode::None
+        && (config.endpoint.is_empty() || config.bucket.is_empty())
+    {
+        if let Some(field) = table.field("upload") {
+            return Err(cx.at(
+                &field,
+                format!(
+                    "offload.upload = \"{}\" needs a store to send to",
+                    config.upload.as_str()
+                ),
+                Some(
+                    "set offload.endpoint and offload.bucket, or offload.upload = \"none\""
+                        .to_owned(),
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// `client_cert` and `client_key` come together; a KMS key id only with

@@ -477,6 +477,29 @@ impl Addressing {
     }
 }
 
+/// What the running recorder sends to the store (`offload.upload`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OffloadMode {
+    /// Nothing: `edgerec upload` is run by hand.
+    None,
+    /// Every segment and event clip as it closes, then each session's
+    /// `metadata.yaml` and manifest.
+    All,
+}
+
+impl OffloadMode {
+    /// Every mode, in the order the TOML spellings are listed.
+    pub const ALL: [OffloadMode; 2] = [OffloadMode::None, OffloadMode::All];
+
+    /// The TOML spelling.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            OffloadMode::None => "none",
+            OffloadMode::All => "all",
+        }
+    }
+}
+
 /// Server-side encryption asked of the object store (`offload.sse`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Sse {

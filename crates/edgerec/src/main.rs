@@ -31,6 +31,7 @@ mod export_cmd;
 mod fault_injection;
 mod gpio_triggers;
 mod health_triggers;
+mod offload;
 mod record_cmd;
 mod ros;
 
@@ -543,6 +544,13 @@ fn start_and_record(
             return ExitCode::from(1);
         }
     };
+    let offload = match offload::start(cfg) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("edgerec: {}: {e}", config.display());
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
     let controls = edgerec_ros::control::ControlSlot::new(edgerec_ros::rate_limit::RateLimits {
         per_second: cfg.health.control_rate,
         burst: cfg.health.control_burst,
@@ -559,6 +567,7 @@ fn start_and_record(
         bus,
         gpio,
         recorder,
+        offload,
     };
     match record(cfg, daemon, session, limit, report_json, quiet) {
         Ok(Ended::Clean) => ExitCode::SUCCESS,
@@ -631,6 +640,8 @@ struct Session {
     gpio: gpio_triggers::GpioTriggers,
     /// Where their edges find the recorder once it runs.
     recorder: gpio_triggers::RecorderSlot,
+    /// What sends closed files to the store (`offload.upload`).
+    offload: Option<edgerec_offload::agent::Agent>,
 }
 
 /// Records until stopped, the time limit, or a stage of the pipeline dies.
@@ -671,6 +682,8 @@ fn record(
     let mut opts = RecorderOptions::from_config(cfg);
     opts.session_dir = session.dir;
     opts.watch = daemon.watch();
+    let agent = session.offload;
+    opts.watch.on_closed = agent.as_ref().map(offload::on_closed);
     #[cfg(feature = "fault-injection")]
     {
         opts.watch.faults = Some(fault_injection::install()?);
@@ -788,6 +801,10 @@ fn record(
             HealthState::Idle
         },
     );
+    // After the daemon let go of the watchdog: draining may take a while.
+    if let Some(agent) = agent {
+        offload::finish(agent);
+    }
     let RecordingReport {
         status,
         segments,

@@ -144,18 +144,6 @@ fn text(o: &Output) -> String {
     )
 }
 
-/// An owner-only shared-credentials file with moto's test keys, in `dir`.
-fn credentials(dir: &Path) -> std::path::PathBuf {
-    let creds = dir.join("offload-credentials");
-    std::fs::write(
-        &creds,
-        "[default]\naws_access_key_id = edgerec-test\naws_secret_access_key = edgerec-test-secret\n",
-    )
-    .unwrap();
-    std::fs::set_permissions(&creds, std::fs::Permissions::from_mode(0o600)).unwrap();
-    creds
-}
-
 #[test]
 fn a_recorded_session_reaches_the_bucket_byte_for_byte() {
     let _limit = edgerec_testkit::time_limit(Duration::from_secs(300));
@@ -168,7 +156,7 @@ fn a_recorded_session_reaches_the_bucket_byte_for_byte() {
     let server = Moto::start_tls(&tls, false);
     server.make_bucket("fleet-recordings");
     let root = d.path().join("data");
-    let creds = credentials(d.path());
+    let creds = server.credentials_file(d.path());
     let cfg = d.path().join("edgerec.toml");
     demo_config(&cfg, &root, &server, "fleet-recordings", &creds);
 
@@ -327,7 +315,7 @@ fn a_killed_upload_goes_on_and_sends_no_acknowledged_part_again() {
         })
         .collect();
     std::fs::write(session.join("demo_20261206T101500Z_0.mcap"), &data).unwrap();
-    let creds = credentials(d.path());
+    let creds = server.credentials_file(d.path());
     let cfg = d.path().join("edgerec.toml");
     config(&cfg, &root, &server, "fleet-recordings", &creds);
     let one_at_a_time = std::fs::read_to_string(&cfg)
@@ -452,7 +440,7 @@ fn refused_keys_and_garbage_replies_are_clear_errors_and_delete_nothing() {
         .unwrap()
         .map(|e| e.unwrap().path())
         .collect();
-    let creds = credentials(d.path());
+    let creds = server.credentials_file(d.path());
     let cfg = d.path().join("edgerec.toml");
     for (fault, want) in [
         (

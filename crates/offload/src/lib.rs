@@ -3,6 +3,8 @@
 //! recorder and never in its path: the recorder does not depend on this
 //! crate, and nothing here runs while a segment is written.
 //!
+//! - [`agent`]: inside `edgerec run`, the files the recorder closes,
+//!   queued and sent as it goes on;
 //! - [`command`]: the `upload` command both binaries run;
 //! - [`settings`]: `[offload]` turned into what the client needs (the
 //!   vehicle's name, the store, the limits);
@@ -31,6 +33,7 @@
 //! SHA-256 stored in the object's metadata (`x-amz-meta-sha256`); such a
 //! file is skipped the next time.
 
+pub mod agent;
 pub mod command;
 pub mod credentials;
 pub mod error;

@@ -116,11 +116,7 @@ pub fn plan(paths: &[PathBuf], settings: &Settings) -> Result<Plan, OffloadError
     for p in paths {
         let meta = std::fs::metadata(p).map_err(io(p, "read"))?;
         if meta.is_dir() {
-            let session = p
-                .canonicalize()
-                .ok()
-                .and_then(|c| c.file_name().map(|n| n.to_string_lossy().into_owned()))
-                .unwrap_or_else(|| "session".to_owned());
+            let session = session_name(p);
             let mut files: Vec<(PathBuf, u64, i64)> = Vec::new();
             let mut left_out = Vec::new();
             for e in std::fs::read_dir(p).map_err(io(p, "list"))? {
@@ -196,6 +192,49 @@ pub fn plan(paths: &[PathBuf], settings: &Settings) -> Result<Plan, OffloadError
         }
     }
     Ok(plan)
+}
+
+/// A bag directory's name, its `{session}` in keys.
+fn session_name(dir: &Path) -> String {
+    dir.canonicalize()
+        .ok()
+        .and_then(|c| c.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "session".to_owned())
+}
+
+/// The session of a recording's bag directory `dir` as [`plan`] names it,
+/// and the UTC date of its keys (from its name, else `mtime`, seconds).
+fn session_and_date(dir: &Path, mtime: i64) -> (String, String) {
+    let session = session_name(dir);
+    let date = date_from_session(&session).unwrap_or_else(|| date_from_unix(mtime));
+    (session, date)
+}
+
+/// A file of a bag directory, keyed as [`plan`] keys it when the
+/// directory is given: for the files the running recorder closes one at
+/// a time.
+pub fn plan_in_session(path: &Path, settings: &Settings) -> Result<PlannedFile, OffloadError> {
+    let meta = std::fs::metadata(path).map_err(io(path, "read"))?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let (session, date) = session_and_date(dir, mtime(&meta));
+    let file = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    Ok(PlannedFile {
+        key: key_for(settings, &session, &file, &date),
+        path: path.to_path_buf(),
+        size: meta.len(),
+        session: None,
+    })
+}
+
+/// The key of `file` (the manifest) in the bag directory `dir`, and the
+/// directory's session name.
+pub fn key_in_session(dir: &Path, file: &str, settings: &Settings) -> (String, String) {
+    let mtime = std::fs::metadata(dir).map(|m| mtime(&m)).unwrap_or(0);
+    let (session, date) = session_and_date(dir, mtime);
+    (key_for(settings, &session, file, &date), session)
 }
 
 fn key_for(settings: &Settings, session: &str, file: &str, date: &str) -> String {

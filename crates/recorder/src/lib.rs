@@ -48,7 +48,9 @@ pub mod sequencer;
 pub mod stage;
 pub mod status;
 
-pub use options::{RecorderOptions, SegmentMetadataFn, SplitPolicy, Watch};
+pub use options::{
+    ClosedFile, ClosedFn, ClosedKind, RecorderOptions, SegmentMetadataFn, SplitPolicy, Watch,
+};
 pub use recorder::{Recorder, RecordingReport, StatusHandle, THROUGHPUT_BIN};
 pub use sequencer::MAX_CHUNKS_IN_FLIGHT;
 pub use status::{ChannelStatus, RecorderState, RecorderStatus};

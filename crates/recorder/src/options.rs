@@ -67,9 +67,48 @@ pub struct Watch {
     /// Called once per segment, just before it is closed: Metadata records
     /// that describe the whole segment (the clock's quality over it).
     pub segment_metadata: Option<SegmentMetadataFn>,
+    /// Called with each file the recorder has closed for good (a segment,
+    /// after `metadata.yaml` names it; an event clip's bag directory), from
+    /// the recorder's own threads: it must hand the path on and return
+    /// (offload queues it; the recorder never waits on offload).
+    pub on_closed: Option<ClosedFn>,
     /// Test builds only: switches that make a stage hang or panic.
     #[cfg(feature = "fault-injection")]
     pub faults: Option<Arc<crate::stage::FaultSwitch>>,
+}
+
+/// A file the recorder has closed for good, for [`Watch::on_closed`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClosedFile {
+    /// The segment file, or the clip's bag directory.
+    pub path: PathBuf,
+    /// Its bytes (a clip: its segment's).
+    pub bytes: u64,
+    /// What it is.
+    pub kind: ClosedKind,
+}
+
+/// What a [`ClosedFile`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClosedKind {
+    /// A segment of the continuous recording.
+    Segment,
+    /// An event clip (a bag directory of its own under `events/`).
+    Clip,
+}
+
+/// See [`Watch::on_closed`].
+pub type ClosedFn = Arc<dyn Fn(ClosedFile) + Send + Sync>;
+
+/// Tells `watch`'s [`Watch::on_closed`], if any, of a closed file.
+pub(crate) fn announce(watch: &Watch, path: &std::path::Path, bytes: u64, kind: ClosedKind) {
+    if let Some(f) = &watch.on_closed {
+        f(ClosedFile {
+            path: path.to_path_buf(),
+            bytes,
+            kind,
+        });
+    }
 }
 
 /// See [`Watch::segment_metadata`].
@@ -81,6 +120,7 @@ impl std::fmt::Debug for Watch {
             .field("heartbeats", &self.heartbeats.is_some())
             .field("deadline", &self.deadline)
             .field("segment_metadata", &self.segment_metadata.is_some())
+            .field("on_closed", &self.on_closed.is_some())
             .finish()
     }
 }

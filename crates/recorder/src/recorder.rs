@@ -443,6 +443,7 @@ impl Recorder {
                 library: opts.library.clone(),
                 events_topic,
                 budget: crate::events::budget::ClipBudget::new(plan.disk_budget),
+                watch: opts.watch.clone(),
             };
             events_stage = Some(spawn_stage(
                 "events",

@@ -158,6 +158,24 @@ impl Moto {
 }
 
 impl Moto {
+    /// An owner-only AWS shared-credentials file in `dir` with the keys
+    /// this server takes (`[default]`).
+    pub fn credentials_file(&self, dir: &std::path::Path) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let creds = dir.join("offload-credentials");
+        std::fs::write(
+            &creds,
+            format!(
+                "[default]\naws_access_key_id = {}\naws_secret_access_key = {}\n",
+                self.keys.0, self.keys.1
+            ),
+        )
+        .expect("write the credentials file");
+        std::fs::set_permissions(&creds, std::fs::Permissions::from_mode(0o600))
+            .expect("chmod 600 the credentials file");
+        creds
+    }
+
     /// The bytes of `key`, as text (boto3's `get_object`).
     pub fn get(&self, bucket: &str, key: &str) -> String {
         self.peer(&[

@@ -993,6 +993,8 @@ fn offload_keys_say_what_is_wrong() {
         ("sse = \"aes256\"", "sse"),
         ("sse_kms_key_id = \"alias/fleet\"", "only used with SSE-KMS"),
         ("sse_kms_key_id = \"key id\"", "is not a KMS key id"),
+        ("upload = \"all\"", "needs a store to send to"),
+        ("upload = \"events\"", "upload"),
     ];
     for (line, want) in cases {
         let text = format!("[offload]\n{line}\n");

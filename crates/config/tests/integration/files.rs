@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use edgerec_config::{
     Addressing, CameraConfig, ClockConfig, ClockSourceKind, Compression, Config, EncoderChoice,
-    HealthConfig, LedsConfig, McapConfig, MetricsConfig, OffloadConfig, PipelineConfig, Rate,
-    RecordingConfig, RecordingMode, RetentionConfig, RosConfig, RosDistro, SegmentConfig,
-    SourcesConfig, Sse, StorageBackend, StorageConfig, SyntheticChannel, SyntheticKind,
-    TriggersConfig,
+    HealthConfig, LedsConfig, McapConfig, MetricsConfig, OffloadConfig, OffloadMode,
+    PipelineConfig, Rate, RecordingConfig, RecordingMode, RetentionConfig, RosConfig, RosDistro,
+    SegmentConfig, SourcesConfig, Sse, StorageBackend, StorageConfig, SyntheticChannel,
+    SyntheticKind, TriggersConfig,
 };
 
 fn config_file(name: &str) -> PathBuf {
@@ -155,6 +155,7 @@ fn defaults_are_the_documented_values() {
             client_key: PathBuf::new(),
             sse: Sse::None,
             sse_kms_key_id: String::new(),
+            upload: OffloadMode::None,
             journal_dir: PathBuf::from("/data/edgerec/offload-journal"),
         },
     };

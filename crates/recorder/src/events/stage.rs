@@ -57,6 +57,8 @@ pub(crate) struct EventsStage {
     pub(crate) events_topic: Option<(SourceSink, ChannelId)>,
     /// The clips' disk budget.
     pub(crate) budget: ClipBudget,
+    /// Told of each clip written (offload).
+    pub(crate) watch: crate::Watch,
 }
 
 /// An event being added to a clip.
@@ -534,11 +536,18 @@ impl EventsStage {
         self.budget
             .finished(o.clip.bytes() + super::budget::FINISH_RESERVE);
         let clip = o.clip;
+        let bytes = clip.bytes();
         match beating_while(beat, "edgerec-events", FINISH_ALLOWANCE, move || {
             clip.finish()
         }) {
             Ok(_) => {
                 tracing::info!("event clip {} written ({messages} messages)", dir.display());
+                crate::options::announce(
+                    &self.watch,
+                    &dir,
+                    bytes,
+                    crate::options::ClosedKind::Clip,
+                );
                 let mut st = lock(&self.status);
                 st.clips += 1;
                 st.open_clip = None;

@@ -1,0 +1,198 @@
+//! Offload inside `edgerec run` (`offload.upload = "all"`): a 10 s
+//! recording in mixed mode, segments closed every 3 s and an event clip
+//! every 3 s, sent as they close to a real S3 server over TLS (PyPI
+//! moto[server] on loopback with a CA the test makes). When the run ends
+//! the queue is empty and boto3 reads back every segment, the session's
+//! metadata.yaml and manifest, and every clip's files and manifest, byte
+//! for byte; nothing local is deleted.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use edgerec_testkit::s3::Moto;
+
+const BIN: &str = env!("CARGO_BIN_EXE_edgerec");
+
+fn files_in(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// boto3's objects under `robot-7/<dir's name>/` against the files of
+/// `dir`: every file byte for byte, and the manifest listing them all.
+fn assert_at_store(server: &Moto, dir: &Path) {
+    let name = dir.file_name().unwrap().to_string_lossy().into_owned();
+    let prefix = format!("robot-7/{name}/");
+    let v = server.verify("fleet-recordings", &prefix, dir);
+    let objects = v.as_object().unwrap();
+    let local = files_in(dir);
+    let mut keys: Vec<String> = objects
+        .keys()
+        .map(|k| k.strip_prefix(&prefix).unwrap().to_owned())
+        .collect();
+    keys.sort();
+    let mut want = local.clone();
+    want.push("manifest.json".to_owned());
+    want.sort();
+    assert_eq!(keys, want, "{}: {v:#}", dir.display());
+    for f in &local {
+        assert_eq!(v[format!("{prefix}{f}")]["equal"], true, "{f}: {v:#}");
+    }
+    let m: serde_json::Value =
+        serde_json::from_str(&server.get("fleet-recordings", &format!("{prefix}manifest.json")))
+            .unwrap();
+    let mut listed: Vec<String> = m["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["file"].as_str().unwrap().to_owned())
+        .collect();
+    listed.sort();
+    assert_eq!(listed, local, "{m:#}");
+}
+
+#[test]
+fn a_running_recorder_sends_each_segment_and_clip_as_it_closes() {
+    let _limit = edgerec_testkit::time_limit(Duration::from_secs(300));
+    if edgerec_testkit::skip_if_cannot_exec(BIN) {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let tls = d.path().join("tls");
+    std::fs::create_dir(&tls).unwrap();
+    let server = Moto::start_tls(&tls, false);
+    server.make_bucket("fleet-recordings");
+    let root = d.path().join("data");
+    let creds = server.credentials_file(d.path());
+    let cfg = d.path().join("edgerec.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            r#"
+[recording]
+root = "{root}"
+session_prefix = "demo"
+mode = "mixed"
+continuous_topics = ["/imu"]
+
+[segment]
+max_duration = "3s"
+
+[health]
+watchdog = ""
+fault_file = "{root}/last-fault.json"
+status_socket = "{root}/status.sock"
+
+[triggers]
+pre = "1s"
+post = "1s"
+
+[[sources.synthetic]]
+topic = "/imu"
+type = "sensor_msgs/msg/Imu"
+rate = 400
+
+[[sources.synthetic]]
+topic = "/lidar/points"
+type = "sensor_msgs/msg/PointCloud2"
+rate = 10
+payload_size = "120KB"
+
+[[trigger]]
+name = "sample"
+every = "3s"
+topics = ["/imu", "/lidar/points"]
+
+[offload]
+endpoint = "{endpoint}"
+ca_file = "{ca}"
+bucket = "fleet-recordings"
+vehicle_id = "robot-7"
+credentials_file = "{creds}"
+journal_dir = "{journal}"
+upload = "all"
+"#,
+            root = root.display(),
+            endpoint = server.endpoint,
+            ca = tls.join("ca.pem").display(),
+            creds = creds.display(),
+            journal = d.path().join("journal").display(),
+        ),
+    )
+    .unwrap();
+    let child = Command::new(BIN)
+        .args([
+            "run",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--duration",
+            "10s",
+        ])
+        .env("EDGEREC_LOG", "info")
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Segments close at 3 s and 6 s: by 8 s, while it still records, the
+    // store holds the first of them.
+    std::thread::sleep(Duration::from_secs(8));
+    let early = server.verify("fleet-recordings", "robot-7/demo_", &root);
+    let early: Vec<&String> = early
+        .as_object()
+        .unwrap()
+        .keys()
+        .filter(|k| k.ends_with(".mcap"))
+        .collect();
+    let run = child.wait_with_output().unwrap();
+    let out = String::from_utf8_lossy(&run.stdout).into_owned();
+    let err = String::from_utf8_lossy(&run.stderr).into_owned();
+    assert!(run.status.success(), "edgerec run: {out}{err}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("offload:"))
+        .unwrap_or_else(|| panic!("no offload line: {out}"));
+    println!("{line}");
+    assert!(line.contains(" 0 waiting"), "{line}\n{err}");
+    assert!(line.contains("0 failed tries"), "{line}\n{err}");
+
+    let session: PathBuf = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.is_dir() && p.file_name().is_some_and(|n| n != "events"))
+        .expect("a session directory");
+    let segments = files_in(&session)
+        .iter()
+        .filter(|f| f.ends_with(".mcap"))
+        .count();
+    assert!(
+        segments >= 3,
+        "{segments} segments: {:?}",
+        files_in(&session)
+    );
+    assert_at_store(&server, &session);
+    let clips: Vec<PathBuf> = std::fs::read_dir(root.join("events"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    assert!(clips.len() >= 2, "{clips:?}");
+    for clip in &clips {
+        assert_at_store(&server, clip);
+    }
+    assert!(
+        line.contains(&format!("{} event clips", clips.len())),
+        "{line}"
+    );
+    // Sent as they closed: segments were at the store while the recorder
+    // still recorded.
+    assert!(
+        !early.is_empty(),
+        "no segment at the store 8 s into the run\n{err}"
+    );
+}

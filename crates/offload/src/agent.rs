@@ -1,0 +1,388 @@
+//! Offload inside the running recorder (`offload.upload = "all"`): the
+//! files the recorder closes (segments, event clips) are queued as it
+//! announces them ([`Agent::announcer`]: it only queues a path, so the
+//! recorder never waits) and sent, oldest first, by one thread of the
+//! agent's own with the upload engine, at the idle I/O class, while the
+//! recording goes on. A file that cannot be sent now (the link, the store)
+//! waits and is tried again, each time later, at most
+//! [`MAX_RETRY_WAIT`] apart. When the recording stops,
+//! [`Agent::finish`] lets the queue drain for a bounded time, then sends
+//! each session's `metadata.yaml` and manifest once every file of it is
+//! at the store; what is left is logged, and `edgerec upload` of the
+//! session sends it later (a part in flight is in the journal).
+
+use std::collections::{BTreeMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crate::manifest::{file_entry, Manifest, ManifestFile, MANIFEST};
+use crate::upload::{self, FileOutcome, Uploader, METADATA};
+use crate::Settings;
+
+/// The longest wait before a file that failed is tried again.
+pub const MAX_RETRY_WAIT: Duration = Duration::from_secs(300);
+
+/// The first wait after a failure; it doubles with each.
+pub const FIRST_RETRY_WAIT: Duration = Duration::from_secs(5);
+
+/// What the recorder closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Closed {
+    /// A segment file of a session.
+    Segment,
+    /// An event clip's bag directory.
+    Clip,
+}
+
+/// What the agent has done (for the status, and the end of a run).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AgentStatus {
+    /// Files and clips waiting.
+    pub queued: u64,
+    /// Their bytes.
+    pub queued_bytes: u64,
+    /// Files sent or found at the store already (a clip's files count).
+    pub sent: u64,
+    /// Their bytes.
+    pub sent_bytes: u64,
+    /// Event clips at the store, whole.
+    pub clips: u64,
+    /// Session manifests at the store.
+    pub manifests: u64,
+    /// Tries that failed (each file is tried again later).
+    pub failures: u64,
+    /// Files gone before they were sent (retention deleted them).
+    pub gone: u64,
+    /// The last failure.
+    pub last_error: Option<String>,
+}
+
+enum Msg {
+    Closed(PathBuf, Closed),
+    Finish(Instant),
+}
+
+/// One file or clip in the queue.
+struct Item {
+    path: PathBuf,
+    kind: Closed,
+    bytes: u64,
+    failures: u32,
+    not_before: Instant,
+}
+
+/// A session some of whose files were sent.
+#[derive(Default)]
+struct SessionSent {
+    files: Vec<ManifestFile>,
+}
+
+/// The offload agent: a queue and the thread that empties it.
+pub struct Agent {
+    tx: Sender<Msg>,
+    status: Arc<Mutex<AgentStatus>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Agent {
+    /// Starts the agent's thread, sending with `uploader` as `settings`
+    /// say.
+    pub fn start(uploader: Uploader, settings: Settings) -> std::io::Result<Agent> {
+        let (tx, rx) = mpsc::channel();
+        let status = Arc::new(Mutex::new(AgentStatus::default()));
+        let worker = Worker {
+            uploader,
+            settings,
+            rx,
+            status: status.clone(),
+            queue: VecDeque::new(),
+            sessions: BTreeMap::new(),
+        };
+        let thread = std::thread::Builder::new()
+            .name("edgerec-offload".to_owned())
+            .spawn(move || worker.run())?;
+        Ok(Agent {
+            tx,
+            status,
+            thread: Some(thread),
+        })
+    }
+
+    /// What the recorder calls with each file it closes: it queues the
+    /// path and returns.
+    pub fn announcer(&self) -> impl Fn(PathBuf, Closed) + Send + Sync + 'static {
+        let tx = self.tx.clone();
+        move |path, kind| {
+            let _ = tx.send(Msg::Closed(path, kind));
+        }
+    }
+
+    /// What it has done so far.
+    pub fn status(&self) -> AgentStatus {
+        lock(&self.status).clone()
+    }
+
+    /// Lets the queue drain for at most `drain` (a file being sent is
+    /// sent to its end or cut, journaled), sends the sessions' manifests,
+    /// stops the thread, and says what it did.
+    pub fn finish(mut self, drain: Duration) -> AgentStatus {
+        let _ = self.tx.send(Msg::Finish(Instant::now() + drain));
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        self.status()
+    }
+}
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        if let Some(t) = self.thread.take() {
+            let _ = self.tx.send(Msg::Finish(Instant::now()));
+            let _ = t.join();
+        }
+    }
+}
+
+struct Worker {
+    uploader: Uploader,
+    settings: Settings,
+    rx: Receiver<Msg>,
+    status: Arc<Mutex<AgentStatus>>,
+    queue: VecDeque<Item>,
+    sessions: BTreeMap<PathBuf, SessionSent>,
+}
+
+impl Worker {
+    fn run(mut self) {
+        if let Err(e) = crate::priority::idle_io() {
+            tracing::warn!("offload: cannot lower its I/O priority to idle: {e}");
+        }
+        let mut finish_by: Option<Instant> = None;
+        loop {
+            loop {
+                match self.rx.try_recv() {
+                    Ok(m) => self.take(m, &mut finish_by),
+                    Err(TryRecvError::Empty) => break,
+                    Err(TryRecvError::Disconnected) => {
+                        finish_by.get_or_insert_with(Instant::now);
+                        break;
+                    }
+                }
+            }
+            let now = Instant::now();
+            if finish_by.is_some_and(|t| self.queue.is_empty() || now >= t) {
+                break;
+            }
+            if let Some(i) = self.queue.iter().position(|i| i.not_before <= now) {
+                if let Some(item) = self.queue.remove(i) {
+                    self.publish_queue();
+                    self.send(item);
+                }
+                continue;
+            }
+            let due = self.queue.iter().map(|i| i.not_before).min();
+            let mut wait = due.map_or(Duration::from_secs(1), |d| d.saturating_duration_since(now));
+            if let Some(t) = finish_by {
+                wait = wait.min(t.saturating_duration_since(now));
+            }
+            match self.rx.recv_timeout(wait) {
+                Ok(m) => self.take(m, &mut finish_by),
+                Err(RecvTimeoutError::Timeout) => {}
+                Err(RecvTimeoutError::Disconnected) => {
+                    finish_by.get_or_insert_with(Instant::now);
+                }
+            }
+        }
+        self.close_sessions();
+        self.publish_queue();
+        if !self.queue.is_empty() {
+            tracing::warn!(
+                "offload: {} file(s) not sent when the recording stopped ({} bytes): `edgerec upload` \
+                 of their sessions sends them",
+                self.queue.len(),
+                self.queue.iter().map(|i| i.bytes).sum::<u64>()
+            );
+            for i in &self.queue {
+                tracing::warn!("offload: not sent: {}", i.path.display());
+            }
+        }
+    }
+
+    fn take(&mut self, m: Msg, finish_by: &mut Option<Instant>) {
+        match m {
+            Msg::Closed(path, kind) => {
+                let bytes = match kind {
+                    Closed::Segment => std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0),
+                    Closed::Clip => dir_bytes(&path),
+                };
+                self.queue.push_back(Item {
+                    path,
+                    kind,
+                    bytes,
+                    failures: 0,
+                    not_before: Instant::now(),
+                });
+                self.publish_queue();
+            }
+            Msg::Finish(t) => *finish_by = Some(t),
+        }
+    }
+
+    fn publish_queue(&self) {
+        let mut st = lock(&self.status);
+        st.queued = self.queue.len() as u64;
+        st.queued_bytes = self.queue.iter().map(|i| i.bytes).sum();
+    }
+
+    /// Sends one item; puts it back with a later time when it fails.
+    fn send(&mut self, mut item: Item) {
+        if !item.path.exists() {
+            tracing::warn!(
+                "offload: {} is gone before it was sent (deleted to make room)",
+                item.path.display()
+            );
+            lock(&self.status).gone += 1;
+            return;
+        }
+        let result = match item.kind {
+            Closed::Segment => self.send_segment(&item.path),
+            Closed::Clip => self.send_clip(&item.path),
+        };
+        match result {
+            Ok(()) => {}
+            Err(e) => {
+                item.failures += 1;
+                let wait = FIRST_RETRY_WAIT
+                    .saturating_mul(1 << item.failures.min(10).saturating_sub(1))
+                    .min(MAX_RETRY_WAIT);
+                tracing::warn!(
+                    "offload: {}: {e}; trying again in {} s",
+                    item.path.display(),
+                    wait.as_secs()
+                );
+                {
+                    let mut st = lock(&self.status);
+                    st.failures += 1;
+                    st.last_error = Some(format!("{}: {e}", item.path.display()));
+                }
+                item.not_before = Instant::now() + wait;
+                self.queue.push_back(item);
+            }
+        }
+    }
+
+    fn send_segment(&mut self, path: &Path) -> Result<(), String> {
+        let f = upload::plan_in_session(path, &self.settings).map_err(|e| e.to_string())?;
+        let outcome = self
+            .uploader
+            .upload(&f, &|_| {})
+            .map_err(|e| e.to_string())?;
+        tracing::info!("offload: {} -> {}", path.display(), f.key);
+        {
+            let mut st = lock(&self.status);
+            st.sent += 1;
+            st.sent_bytes += f.size;
+        }
+        let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+        self.sessions.entry(dir).or_default().files.push(file_entry(
+            path,
+            &f.key,
+            f.size,
+            outcome.sha256(),
+        ));
+        Ok(())
+    }
+
+    fn send_clip(&mut self, dir: &Path) -> Result<(), String> {
+        let plan = upload::plan(&[dir.to_path_buf()], &self.settings).map_err(|e| e.to_string())?;
+        let mut first_error = None;
+        let report =
+            self.uploader
+                .send(&plan, &self.settings.vehicle, &|_| {}, &mut |path, _, r| {
+                    if let Err(e) = r {
+                        first_error.get_or_insert_with(|| format!("{}: {e}", path.display()));
+                    }
+                });
+        {
+            let mut st = lock(&self.status);
+            st.sent += report.sent + report.skipped;
+            st.sent_bytes += report.sent_bytes;
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => {
+                tracing::info!("offload: event clip {} sent", dir.display());
+                let mut st = lock(&self.status);
+                st.clips += 1;
+                st.manifests += report.manifests;
+                Ok(())
+            }
+        }
+    }
+
+    /// After the last file: each session's `metadata.yaml` (it names
+    /// every segment now) and its manifest, when none of its files is
+    /// still waiting.
+    fn close_sessions(&mut self) {
+        let sessions = std::mem::take(&mut self.sessions);
+        for (dir, sent) in sessions {
+            if self
+                .queue
+                .iter()
+                .any(|i| i.path.parent() == Some(dir.as_path()))
+            {
+                continue;
+            }
+            let mut files = sent.files;
+            let meta = dir.join(METADATA);
+            if meta.exists() {
+                let r = upload::plan_in_session(&meta, &self.settings).and_then(|f| {
+                    let o = self.uploader.upload(&f, &|_| {})?;
+                    Ok(file_entry(&meta, &f.key, f.size, o.sha256()))
+                });
+                match r {
+                    Ok(entry) => files.push(entry),
+                    Err(e) => {
+                        self.failed(&meta, &e.to_string());
+                        continue;
+                    }
+                }
+            }
+            let (key, session) = upload::key_in_session(&dir, MANIFEST, &self.settings);
+            let manifest = Manifest::new(&self.settings.vehicle, &session, files, Vec::new());
+            match self.uploader.upload_bytes(&key, &manifest.to_bytes()) {
+                Ok(FileOutcome::Sent { .. } | FileOutcome::Skipped { .. }) => {
+                    tracing::info!("offload: session {} complete at the store", dir.display());
+                    lock(&self.status).manifests += 1;
+                }
+                Err(e) => self.failed(&dir.join(MANIFEST), &e.to_string()),
+            }
+        }
+    }
+
+    fn failed(&self, path: &Path, e: &str) {
+        tracing::warn!("offload: {}: {e}", path.display());
+        let mut st = lock(&self.status);
+        st.failures += 1;
+        st.last_error = Some(format!("{}: {e}", path.display()));
+    }
+}
+
+/// The bytes of the files directly in `dir`.
+fn dir_bytes(dir: &Path) -> u64 {
+    std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok()?.metadata().ok())
+                .filter(|m| m.is_file())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0)
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
