@@ -134,6 +134,10 @@ section! {
         /// `edgerec upload` by hand) or `all` (every segment and event clip
         /// as it closes, then each session's `metadata.yaml` and manifest).
         upload: OffloadMode = OffloadMode::None, choice(&OffloadMode::ALL, OffloadMode::as_str);
+        /// How long a stopping `edgerec run` lets the upload queue drain
+        /// (then a failing request is no longer tried again; what is left
+        /// is said, and `edgerec upload` sends it); 0 to 1 h. Default 30 s.
+        drain_on_stop: Duration = secs(30), duration(secs(0)..=hours(1));
         /// Where multipart uploads in progress are journaled (upload id,
         /// each acknowledged part), so an upload cut by a crash or a power
         /// cut goes on where it stopped; empty = no journal (a cut upload

@@ -803,7 +803,7 @@ fn record(
     );
     // After the daemon let go of the watchdog: draining may take a while.
     if let Some(agent) = agent {
-        offload::finish(agent);
+        offload::finish(agent, cfg.offload.drain_on_stop);
     }
     let RecordingReport {
         status,

@@ -9,10 +9,6 @@ use edgerec_offload::agent::{Agent, Closed};
 use edgerec_offload::{credentials, s3::Client, Settings, Uploader};
 use edgerec_recorder::{ClosedFn, ClosedKind};
 
-/// How long a stopping recorder lets the queue drain before it says what
-/// is left (`edgerec upload` of the session sends it).
-pub const DRAIN_ON_STOP: Duration = Duration::from_secs(30);
-
 /// The agent, when `offload.upload` asks for one; an error names what in
 /// `[offload]` or the credentials is wrong.
 pub fn start(cfg: &Config) -> Result<Option<Agent>, String> {
@@ -41,9 +37,10 @@ pub fn on_closed(agent: &Agent) -> ClosedFn {
     })
 }
 
-/// Lets the queue drain, then prints what was sent and what is left.
-pub fn finish(agent: Agent) {
-    let st = agent.finish(DRAIN_ON_STOP);
+/// Lets the queue drain for at most `drain` (`offload.drain_on_stop`),
+/// then prints what was sent and what is left.
+pub fn finish(agent: Agent, drain: Duration) {
+    let st = agent.finish(drain);
     println!(
         "offload:   {} files sent ({:.1} MB), {} event clips, {} session manifests, {} waiting ({:.1} MB), {} failed tries{}",
         st.sent,

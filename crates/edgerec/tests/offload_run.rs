@@ -196,3 +196,96 @@ upload = "all"
         "no segment at the store 8 s into the run\n{err}"
     );
 }
+
+/// A store that cannot be reached (nothing listens on its port): the
+/// recording goes on, the files wait and are tried again, and the stop
+/// takes `drain_on_stop` (2 s) more, not the 5 minutes a request may be
+/// retried; the last lines say what is left. Nothing local is deleted.
+#[test]
+fn a_store_that_is_down_does_not_hold_the_stop() {
+    let _limit = edgerec_testkit::time_limit(Duration::from_secs(300));
+    if edgerec_testkit::skip_if_cannot_exec(BIN) {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let root = d.path().join("data");
+    let creds = d.path().join("credentials");
+    std::fs::write(
+        &creds,
+        "[default]\naws_access_key_id = k\naws_secret_access_key = s\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&creds, std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    let cfg = d.path().join("edgerec.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            r#"
+[recording]
+root = "{root}"
+session_prefix = "demo"
+
+[segment]
+max_duration = "1s"
+
+[health]
+watchdog = ""
+fault_file = "{root}/last-fault.json"
+status_socket = "{root}/status.sock"
+
+[[sources.synthetic]]
+topic = "/imu"
+type = "sensor_msgs/msg/Imu"
+rate = 400
+
+[offload]
+endpoint = "http://127.0.0.1:{port}"
+allow_http = true
+bucket = "fleet-recordings"
+credentials_file = "{creds}"
+journal_dir = "{journal}"
+upload = "all"
+drain_on_stop = "2s"
+"#,
+            root = root.display(),
+            creds = creds.display(),
+            journal = d.path().join("journal").display(),
+        ),
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let run = Command::new(BIN)
+        .args(["run", "--config", cfg.to_str().unwrap(), "--duration", "4s"])
+        .env("EDGEREC_LOG", "warn")
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let out = String::from_utf8_lossy(&run.stdout).into_owned();
+    let err = String::from_utf8_lossy(&run.stderr).into_owned();
+    assert!(run.status.success(), "edgerec run: {out}{err}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("offload:"))
+        .unwrap_or_else(|| panic!("no offload line: {out}"));
+    println!("{line} (the run took {took:?})");
+    assert!(line.starts_with("offload:   0 files sent"), "{line}");
+    assert!(!line.contains(" 0 waiting"), "{line}");
+    assert!(err.contains("not sent when the recording stopped"), "{err}");
+    // 4 s of recording, 2 s of draining, and the start and stop around
+    // them; a request retried for its full 5 minutes would be far past.
+    assert!(took < Duration::from_secs(20), "{took:?}\n{err}");
+    let session: PathBuf = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.is_dir())
+        .expect("a session directory");
+    let segments = files_in(&session)
+        .iter()
+        .filter(|f| f.ends_with(".mcap"))
+        .count();
+    assert!(segments >= 3, "{:?}", files_in(&session));
+}

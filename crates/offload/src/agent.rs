@@ -85,6 +85,7 @@ pub struct Agent {
     tx: Sender<Msg>,
     status: Arc<Mutex<AgentStatus>>,
     thread: Option<JoinHandle<()>>,
+    give_up: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl Agent {
@@ -93,6 +94,7 @@ impl Agent {
     pub fn start(uploader: Uploader, settings: Settings) -> std::io::Result<Agent> {
         let (tx, rx) = mpsc::channel();
         let status = Arc::new(Mutex::new(AgentStatus::default()));
+        let give_up = uploader.client().give_up_flag();
         let worker = Worker {
             uploader,
             settings,
@@ -108,6 +110,7 @@ impl Agent {
             tx,
             status,
             thread: Some(thread),
+            give_up,
         })
     }
 
@@ -125,12 +128,20 @@ impl Agent {
         lock(&self.status).clone()
     }
 
-    /// Lets the queue drain for at most `drain` (a file being sent is
-    /// sent to its end or cut, journaled), sends the sessions' manifests,
-    /// stops the thread, and says what it did.
+    /// Lets the queue drain for at most `drain`, sends the sessions'
+    /// manifests, stops the thread, and says what it did. Past `drain`
+    /// a failing request is no longer tried again (a file cut in its parts
+    /// is in the journal), so a store that is down does not hold the stop
+    /// beyond the request in flight.
     pub fn finish(mut self, drain: Duration) -> AgentStatus {
-        let _ = self.tx.send(Msg::Finish(Instant::now() + drain));
+        let deadline = Instant::now() + drain;
+        let _ = self.tx.send(Msg::Finish(deadline));
         if let Some(t) = self.thread.take() {
+            while !t.is_finished() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            self.give_up
+                .store(true, std::sync::atomic::Ordering::Relaxed);
             let _ = t.join();
         }
         self.status()
@@ -140,6 +151,8 @@ impl Agent {
 impl Drop for Agent {
     fn drop(&mut self) {
         if let Some(t) = self.thread.take() {
+            self.give_up
+                .store(true, std::sync::atomic::Ordering::Relaxed);
             let _ = self.tx.send(Msg::Finish(Instant::now()));
             let _ = t.join();
         }

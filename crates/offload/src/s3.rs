@@ -64,6 +64,9 @@ pub struct Client {
     agent: ureq::Agent,
     /// The server-side encryption headers of each upload.
     sse: Vec<(&'static str, String)>,
+    /// Set to stop trying again: a request that fails is not retried, and
+    /// a wait before a retry ends (a recorder that is stopping).
+    give_up: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// A private key file (PEM) larger than this is refused unread.
@@ -216,6 +219,7 @@ impl Client {
             credentials,
             agent,
             sse: settings.sse_headers(),
+            give_up: Default::default(),
         })
     }
 
@@ -346,7 +350,7 @@ impl Client {
                 ),
             };
             let pause = asked.unwrap_or_else(|| jitter(wait));
-            if !err.is_transient() || first.elapsed() + pause > GIVE_UP_AFTER {
+            if !err.is_transient() || first.elapsed() + pause > GIVE_UP_AFTER || self.gave_up() {
                 return Err(err);
             }
             tracing::warn!(
@@ -354,9 +358,29 @@ impl Client {
                 pause.as_secs_f64(),
                 attempt + 1
             );
-            std::thread::sleep(pause);
+            let resume = std::time::Instant::now() + pause;
+            while std::time::Instant::now() < resume {
+                if self.gave_up() {
+                    return Err(err);
+                }
+                std::thread::sleep(
+                    resume
+                        .saturating_duration_since(std::time::Instant::now())
+                        .min(Duration::from_millis(100)),
+                );
+            }
             wait = (wait * 2).min(MAX_BACKOFF);
         }
+    }
+
+    /// A flag that, once set, stops this client trying requests again
+    /// (the request in flight still ends by itself, within its timeouts).
+    pub fn give_up_flag(&self) -> std::sync::Arc<std::sync::atomic::AtomicBool> {
+        self.give_up.clone()
+    }
+
+    fn gave_up(&self) -> bool {
+        self.give_up.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// What the store holds at `key`; `None` when nothing.

@@ -156,6 +156,7 @@ fn defaults_are_the_documented_values() {
             sse: Sse::None,
             sse_kms_key_id: String::new(),
             upload: OffloadMode::None,
+            drain_on_stop: Duration::from_secs(30),
             journal_dir: PathBuf::from("/data/edgerec/offload-journal"),
         },
     };
