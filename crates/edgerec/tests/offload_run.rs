@@ -23,6 +23,26 @@ fn files_in(dir: &Path) -> Vec<String> {
     v
 }
 
+/// The session directory under `root`, holding at least `min` closed
+/// segments.
+fn session_with_segments(root: &Path, min: usize) -> PathBuf {
+    let session = std::fs::read_dir(root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.is_dir() && p.file_name().is_some_and(|n| n != "events"))
+        .expect("a session directory");
+    let segments = files_in(&session)
+        .iter()
+        .filter(|f| f.ends_with(".mcap"))
+        .count();
+    assert!(
+        segments >= min,
+        "{segments} segments: {:?}",
+        files_in(&session)
+    );
+    session
+}
+
 /// boto3's objects under `robot-7/<dir's name>/` against the files of
 /// `dir`: every file byte for byte, and the manifest listing them all.
 fn assert_at_store(server: &Moto, dir: &Path) {
@@ -161,20 +181,7 @@ upload = "all"
     assert!(line.contains(" 0 waiting"), "{line}\n{err}");
     assert!(line.contains("0 failed tries"), "{line}\n{err}");
 
-    let session: PathBuf = std::fs::read_dir(&root)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.is_dir() && p.file_name().is_some_and(|n| n != "events"))
-        .expect("a session directory");
-    let segments = files_in(&session)
-        .iter()
-        .filter(|f| f.ends_with(".mcap"))
-        .count();
-    assert!(
-        segments >= 3,
-        "{segments} segments: {:?}",
-        files_in(&session)
-    );
+    let session = session_with_segments(&root, 3);
     assert_at_store(&server, &session);
     let clips: Vec<PathBuf> = std::fs::read_dir(root.join("events"))
         .unwrap()
@@ -278,14 +285,5 @@ drain_on_stop = "2s"
     // 4 s of recording, 2 s of draining, and the start and stop around
     // them; a request retried for its full 5 minutes would be far past.
     assert!(took < Duration::from_secs(20), "{took:?}\n{err}");
-    let session: PathBuf = std::fs::read_dir(&root)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.is_dir())
-        .expect("a session directory");
-    let segments = files_in(&session)
-        .iter()
-        .filter(|f| f.ends_with(".mcap"))
-        .count();
-    assert!(segments >= 3, "{:?}", files_in(&session));
+    session_with_segments(&root, 3);
 }
