@@ -12,7 +12,7 @@
 //! deleted.
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use edgerec_testkit::s3::Moto;
@@ -287,6 +287,18 @@ fn parts_sent(log: &str) -> Vec<u32> {
     v
 }
 
+/// moto with the bucket `fleet-recordings`, and an empty session
+/// directory `demo_20261206T101500Z` under `<tempdir>/data`.
+fn moto_and_session() -> (Moto, tempfile::TempDir, PathBuf, PathBuf) {
+    let server = Moto::start();
+    server.make_bucket("fleet-recordings");
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().join("data");
+    let session = root.join("demo_20261206T101500Z");
+    std::fs::create_dir_all(&session).unwrap();
+    (server, d, root, session)
+}
+
 /// SIGKILL in the middle of a multipart upload, then `edgerec upload`
 /// again: it goes on from the journal, sends only the parts the journal
 /// did not record as acknowledged (at most the one in flight when killed
@@ -298,12 +310,7 @@ fn a_killed_upload_goes_on_and_sends_no_acknowledged_part_again() {
     if edgerec_testkit::skip_if_cannot_exec(BIN) {
         return;
     }
-    let server = Moto::start();
-    server.make_bucket("fleet-recordings");
-    let d = tempfile::tempdir().unwrap();
-    let root = d.path().join("data");
-    let session = root.join("demo_20261206T101500Z");
-    std::fs::create_dir_all(&session).unwrap();
+    let (server, d, root, session) = moto_and_session();
     // 60 MiB of noise: twelve 5 MiB parts.
     let mut x = 0x9e37_79b9_7f4a_7c15u64;
     let data: Vec<u8> = (0..60 << 20)
@@ -419,12 +426,7 @@ fn refused_keys_and_garbage_replies_are_clear_errors_and_delete_nothing() {
     if edgerec_testkit::skip_if_cannot_exec(BIN) {
         return;
     }
-    let server = Moto::start();
-    server.make_bucket("fleet-recordings");
-    let d = tempfile::tempdir().unwrap();
-    let root = d.path().join("data");
-    let session = root.join("demo_20261206T101500Z");
-    std::fs::create_dir_all(&session).unwrap();
+    let (server, d, root, session) = moto_and_session();
     // Larger than a part: a multipart upload.
     std::fs::write(
         session.join("demo_20261206T101500Z_0.mcap"),
