@@ -114,10 +114,7 @@ pub fn segment_stats(path: &Path) -> Option<(u64, Option<(u64, u64)>)> {
 pub fn file_entry(path: &Path, key: &str, size: u64, sha256: &str) -> ManifestFile {
     let stats = segment_stats(path);
     ManifestFile {
-        file: path
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default(),
+        file: crate::upload::file_name(path),
         key: key.to_owned(),
         size,
         sha256: sha256.to_owned(),

@@ -11,8 +11,6 @@
 use std::io::Read;
 use std::time::Duration;
 
-use base64::Engine as _;
-use md5::Digest as _;
 use rusty_s3::actions::S3Action;
 use rusty_s3::{Bucket, Credentials, UrlStyle};
 
@@ -72,23 +70,47 @@ pub struct Client {
 /// A private key file (PEM) larger than this is refused unread.
 const MAX_KEY_FILE: u64 = 64 << 10;
 
+/// A certificate file (PEM: a CA bundle, a client chain) larger than this
+/// is refused unread (a system bundle is about 200 KiB).
+const MAX_CERT_FILE: u64 = 4 << 20;
+
+/// The bytes of the certificate file `path`, at most [`MAX_CERT_FILE`]
+/// (a path that names a device or a growing file cannot fill memory).
+fn read_cert_file(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    std::fs::File::open(path)?
+        .take(MAX_CERT_FILE + 1)
+        .read_to_end(&mut out)?;
+    if out.len() as u64 > MAX_CERT_FILE {
+        return Err(std::io::Error::other(format!(
+            "more than {MAX_CERT_FILE} bytes: not a certificate file"
+        )));
+    }
+    Ok(out)
+}
+
+/// The certificates in PEM text (other items are passed over).
+fn pem_certificates(pem: &[u8]) -> Vec<ureq::tls::Certificate<'static>> {
+    ureq::tls::parse_pem(pem)
+        .filter_map(|item| match item {
+            Ok(ureq::tls::PemItem::Certificate(c)) => Some(c),
+            _ => None,
+        })
+        .collect()
+}
+
 /// The client certificate of mutual TLS, when `client_cert` is set: its
 /// chain (PEM) and its private key (PEM, owner-only).
 fn client_cert(settings: &Settings) -> Result<Option<ureq::tls::ClientCert>, OffloadError> {
     if settings.client_cert.as_os_str().is_empty() {
         return Ok(None);
     }
-    let pem = std::fs::read(&settings.client_cert).map_err(|e| OffloadError::Io {
+    let pem = read_cert_file(&settings.client_cert).map_err(|e| OffloadError::Io {
         path: settings.client_cert.clone(),
         what: "read offload.client_cert",
         source: e,
     })?;
-    let chain: Vec<ureq::tls::Certificate<'static>> = ureq::tls::parse_pem(&pem)
-        .filter_map(|item| match item {
-            Ok(ureq::tls::PemItem::Certificate(c)) => Some(c),
-            _ => None,
-        })
-        .collect();
+    let chain = pem_certificates(&pem);
     if chain.is_empty() {
         return Err(OffloadError::NotConfigured(format!(
             "{}: offload.client_cert holds no PEM certificate",
@@ -120,11 +142,6 @@ struct Reply {
     body: String,
 }
 
-/// Content-MD5 of `bytes` (base64 of the digest), as S3 checks it.
-pub fn content_md5(bytes: &[u8]) -> String {
-    base64::engine::general_purpose::STANDARD.encode(md5::Md5::digest(bytes))
-}
-
 /// The root certificates: `ca_file`'s, else the system bundle's, else
 /// the ones built into webpki-roots.
 fn root_certs(ca_file: &std::path::Path) -> Result<ureq::tls::RootCerts, OffloadError> {
@@ -136,7 +153,7 @@ fn root_certs(ca_file: &std::path::Path) -> Result<ureq::tls::RootCerts, Offload
     } else {
         (ca_file.to_path_buf(), true)
     };
-    let pem = match std::fs::read(&path) {
+    let pem = match read_cert_file(&path) {
         Ok(p) => p,
         Err(_) if !required => return Ok(ureq::tls::RootCerts::WebPki),
         Err(e) => {
@@ -147,12 +164,7 @@ fn root_certs(ca_file: &std::path::Path) -> Result<ureq::tls::RootCerts, Offload
             })
         }
     };
-    let certs: Vec<ureq::tls::Certificate<'static>> = ureq::tls::parse_pem(&pem)
-        .filter_map(|item| match item {
-            Ok(ureq::tls::PemItem::Certificate(c)) => Some(c),
-            _ => None,
-        })
-        .collect();
+    let certs = pem_certificates(&pem);
     if certs.is_empty() {
         if !required {
             return Ok(ureq::tls::RootCerts::WebPki);
@@ -635,7 +647,10 @@ mod tests {
     #[test]
     fn md5_and_jitter() {
         // RFC 1864's digest of "" and S3's documented example form.
-        assert_eq!(content_md5(b""), "1B2M2Y8AsgTpgAmY7PhCfg==");
+        assert_eq!(
+            crate::upload::Digests::of(b"").content_md5(0),
+            "1B2M2Y8AsgTpgAmY7PhCfg=="
+        );
         for _ in 0..100 {
             let j = jitter(Duration::from_secs(2));
             assert!(

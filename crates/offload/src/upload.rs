@@ -116,7 +116,6 @@ pub fn plan(paths: &[PathBuf], settings: &Settings) -> Result<Plan, OffloadError
     for p in paths {
         let meta = std::fs::metadata(p).map_err(io(p, "read"))?;
         if meta.is_dir() {
-            let session = session_name(p);
             let mut files: Vec<(PathBuf, u64, i64)> = Vec::new();
             let mut left_out = Vec::new();
             for e in std::fs::read_dir(p).map_err(io(p, "list"))? {
@@ -152,15 +151,10 @@ pub fn plan(paths: &[PathBuf], settings: &Settings) -> Result<Plan, OffloadError
                 let last = |p: &Path| p.file_name().is_some_and(|n| n == METADATA);
                 (last(&a.0), &a.0).cmp(&(last(&b.0), &b.0))
             });
-            let date = date_from_session(&session)
-                .unwrap_or_else(|| date_from_unix(files.iter().map(|f| f.2).min().unwrap_or(0)));
+            let (session, date) = session_and_date(p, files.iter().map(|f| f.2).min().unwrap_or(0));
             let index = plan.sessions.len();
             for (path, size, _) in files {
-                let file = path
-                    .file_name()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_default();
-                let key = key_for(settings, &session, &file, &date);
+                let key = key_for(settings, &session, &file_name(&path), &date);
                 out.push(PlannedFile {
                     path,
                     key,
@@ -174,10 +168,7 @@ pub fn plan(paths: &[PathBuf], settings: &Settings) -> Result<Plan, OffloadError
                 left_out,
             });
         } else if meta.is_file() {
-            let file = p
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_default();
+            let file = file_name(p);
             let session = file.split('.').next().unwrap_or(&file).to_owned();
             let date = date_from_session(&session).unwrap_or_else(|| date_from_unix(mtime(&meta)));
             let key = key_for(settings, &session, &file, &date);
@@ -192,6 +183,13 @@ pub fn plan(paths: &[PathBuf], settings: &Settings) -> Result<Plan, OffloadError
         }
     }
     Ok(plan)
+}
+
+/// The last component of `path`, as text (`{file}` in keys).
+pub(crate) fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 /// A bag directory's name, its `{session}` in keys.
@@ -217,12 +215,8 @@ pub fn plan_in_session(path: &Path, settings: &Settings) -> Result<PlannedFile, 
     let meta = std::fs::metadata(path).map_err(io(path, "read"))?;
     let dir = path.parent().unwrap_or(Path::new("."));
     let (session, date) = session_and_date(dir, mtime(&meta));
-    let file = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
     Ok(PlannedFile {
-        key: key_for(settings, &session, &file, &date),
+        key: key_for(settings, &session, &file_name(path), &date),
         path: path.to_path_buf(),
         size: meta.len(),
         session: None,
@@ -296,12 +290,14 @@ impl Digests {
 
     /// Content-MD5 (base64) of part `i` (from 0).
     pub fn content_md5(&self, i: usize) -> String {
-        use base64::Engine as _;
-        self.part_md5
-            .get(i)
-            .map(|d| base64::engine::general_purpose::STANDARD.encode(d))
-            .unwrap_or_default()
+        self.part_md5.get(i).map(base64_md5).unwrap_or_default()
     }
+}
+
+/// An MD5 as Content-MD5 writes it (base64).
+fn base64_md5(digest: &[u8; 16]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(digest)
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -363,6 +359,62 @@ fn read_through(path: &Path, mut each: impl FnMut(&[u8])) -> Result<u64, Offload
         each(&buf[..n]);
         drop_cache(&f, off, n as u64);
         off += n as u64;
+    }
+}
+
+/// The hashes of a whole file that its part senders feed in part order:
+/// the SHA-256 and, for a store whose ETags need it, the whole file's
+/// MD5. Each sender waits for its part's turn; a failure wakes them all.
+struct InOrder {
+    /// The next part to take, and the hashes so far.
+    state: Mutex<(usize, sha2::Sha256, Option<md5::Md5>)>,
+    turn: std::sync::Condvar,
+}
+
+impl InOrder {
+    fn new(whole_md5: bool) -> InOrder {
+        InOrder {
+            state: Mutex::new((0, sha2::Sha256::new(), whole_md5.then(md5::Md5::new))),
+            turn: std::sync::Condvar::new(),
+        }
+    }
+
+    /// Feeds part `i` once every part before it is in; false when
+    /// `failed` was set first.
+    fn feed(&self, i: usize, bytes: &[u8], failed: &AtomicBool) -> bool {
+        let mut s = lock(&self.state);
+        while s.0 != i && !failed.load(Ordering::Relaxed) {
+            s = self
+                .turn
+                .wait(s)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+        if failed.load(Ordering::Relaxed) {
+            return false;
+        }
+        s.1.update(bytes);
+        if let Some(w) = s.2.as_mut() {
+            w.update(bytes);
+        }
+        s.0 += 1;
+        self.turn.notify_all();
+        true
+    }
+
+    /// Wakes every sender waiting for its turn (under the lock, so a
+    /// sender between its check of `failed` and its wait is not missed).
+    fn wake_all(&self) {
+        let _held = lock(&self.state);
+        self.turn.notify_all();
+    }
+
+    /// The SHA-256 (hex) and the whole file's MD5, if it was asked for.
+    fn finish(self) -> (String, Option<[u8; 16]>) {
+        let (_, sha, whole) = self
+            .state
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        (hex(&sha.finalize()), whole.map(|w| w.finalize().into()))
     }
 }
 
@@ -651,19 +703,11 @@ impl Uploader {
         let first_error: Mutex<Option<OffloadError>> = Mutex::new(None);
         let sent = AtomicU64::new(0);
         let kept = AtomicU64::new(0);
-        // The SHA-256 (and for a store whose ETags need it, the whole
-        // file's MD5) take the parts in order: (the next part they take,
-        // the hashes so far).
-        let whole = self
-            .whole_md5_etags
-            .load(Ordering::Relaxed)
-            .then(md5::Md5::new);
-        let order = Mutex::new((0usize, sha2::Sha256::new(), whole));
-        let turn = std::sync::Condvar::new();
+        let order = InOrder::new(self.whole_md5_etags.load(Ordering::Relaxed));
         let fail = |e: OffloadError| {
             failed.store(true, Ordering::Relaxed);
             lock(&first_error).get_or_insert(e);
-            turn.notify_all();
+            order.wake_all();
         };
         std::thread::scope(|s| {
             for _ in 0..self.concurrency.min(n) {
@@ -685,28 +729,10 @@ impl Uploader {
                         drop_cache(&file, off, len as u64);
                         let digest: [u8; 16] = md5::Md5::digest(&buf).into();
                         lock(&md5s)[i] = digest;
-                        // Wait for this part's turn in the SHA-256.
-                        {
-                            let mut o = lock(&order);
-                            while o.0 != i && !failed.load(Ordering::Relaxed) {
-                                o = turn
-                                    .wait(o)
-                                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                            }
-                            if failed.load(Ordering::Relaxed) {
-                                break;
-                            }
-                            o.1.update(&buf);
-                            if let Some(w) = o.2.as_mut() {
-                                w.update(&buf);
-                            }
-                            o.0 += 1;
-                            turn.notify_all();
+                        if !order.feed(i, &buf, &failed) {
+                            break;
                         }
-                        let md5 = {
-                            use base64::Engine as _;
-                            base64::engine::general_purpose::STANDARD.encode(digest)
-                        };
+                        let md5 = base64_md5(&digest);
                         // A part from a cut upload stays if it is these bytes.
                         if let Some((etag, was)) = done.get(&number) {
                             if *was == md5 {
@@ -772,16 +798,14 @@ impl Uploader {
             }
         }
         result?;
-        let (_, sha, whole) = order
-            .into_inner()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (sha256, whole_md5) = order.finish();
         let d = Digests {
             size,
-            sha256: hex(&sha.finalize()),
+            sha256,
             part_md5: md5s
                 .into_inner()
                 .unwrap_or_else(std::sync::PoisonError::into_inner),
-            whole_md5: whole.map(|w| w.finalize().into()),
+            whole_md5,
         };
         Ok((d, n as u64, kept.into_inner()))
     }
