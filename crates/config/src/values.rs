@@ -482,20 +482,25 @@ impl Addressing {
 pub enum OffloadMode {
     /// Nothing: `edgerec upload` is run by hand.
     None,
-    /// Every segment and event clip as it closes, then each session's
-    /// `metadata.yaml` and manifest.
+    /// Every segment and event clip as it closes (event clips first,
+    /// then the segments an event overlaps, then the rest), then each
+    /// session's `metadata.yaml` and manifest.
     All,
+    /// Event clips and the segments an event overlaps (or that were asked
+    /// for); the rest stays on the vehicle.
+    Events,
 }
 
 impl OffloadMode {
     /// Every mode, in the order the TOML spellings are listed.
-    pub const ALL: [OffloadMode; 2] = [OffloadMode::None, OffloadMode::All];
+    pub const ALL: [OffloadMode; 3] = [OffloadMode::None, OffloadMode::All, OffloadMode::Events];
 
     /// The TOML spelling.
     pub fn as_str(&self) -> &'static str {
         match self {
             OffloadMode::None => "none",
             OffloadMode::All => "all",
+            OffloadMode::Events => "events",
         }
     }
 }

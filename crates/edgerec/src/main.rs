@@ -683,7 +683,7 @@ fn record(
     opts.session_dir = session.dir;
     opts.watch = daemon.watch();
     let agent = session.offload;
-    opts.watch.on_closed = agent.as_ref().map(offload::on_closed);
+    opts.watch.on_announce = agent.as_ref().map(offload::on_announce);
     #[cfg(feature = "fault-injection")]
     {
         opts.watch.faults = Some(fault_injection::install()?);

@@ -4,7 +4,8 @@
 //! moto[server] on loopback with a CA the test makes). When the run ends
 //! the queue is empty and boto3 reads back every segment, the session's
 //! metadata.yaml and manifest, and every clip's files and manifest, byte
-//! for byte; nothing local is deleted.
+//! for byte; nothing local is deleted. With `upload = "events"` only the
+//! clip and the segments its window overlaps are sent.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -76,6 +77,66 @@ fn assert_at_store(server: &Moto, dir: &Path) {
     assert_eq!(listed, local, "{m:#}");
 }
 
+/// moto over TLS with the bucket made, and the `[offload]` section that
+/// sends to it as `upload` says.
+fn tls_store(dir: &Path, upload: &str) -> (Moto, String) {
+    let tls = dir.join("tls");
+    std::fs::create_dir(&tls).unwrap();
+    let server = Moto::start_tls(&tls, false);
+    server.make_bucket("fleet-recordings");
+    let creds = server.credentials_file(dir);
+    let section = format!(
+        r#"
+[offload]
+endpoint = "{endpoint}"
+ca_file = "{ca}"
+bucket = "fleet-recordings"
+vehicle_id = "robot-7"
+credentials_file = "{creds}"
+journal_dir = "{journal}"
+upload = "{upload}"
+"#,
+        endpoint = server.endpoint,
+        ca = tls.join("ca.pem").display(),
+        creds = creds.display(),
+        journal = dir.join("journal").display(),
+    );
+    (server, section)
+}
+
+/// `edgerec run` of `cfg` for `duration`, its output piped.
+fn spawn_run(cfg: &Path, duration: &str) -> std::process::Child {
+    Command::new(BIN)
+        .args([
+            "run",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--duration",
+            duration,
+        ])
+        .env("EDGEREC_LOG", "info")
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits for the run to succeed: its stdout, stderr and `offload:` line.
+fn wait_run(child: std::process::Child) -> (String, String, String) {
+    let run = child.wait_with_output().unwrap();
+    let out = String::from_utf8_lossy(&run.stdout).into_owned();
+    let err = String::from_utf8_lossy(&run.stderr).into_owned();
+    assert!(run.status.success(), "edgerec run: {out}{err}");
+    let line = out
+        .lines()
+        .find(|l| l.starts_with("offload:"))
+        .unwrap_or_else(|| panic!("no offload line: {out}"))
+        .to_owned();
+    println!("{line}");
+    (out, err, line)
+}
+
 #[test]
 fn a_running_recorder_sends_each_segment_and_clip_as_it_closes() {
     let _limit = edgerec_testkit::time_limit(Duration::from_secs(300));
@@ -83,12 +144,8 @@ fn a_running_recorder_sends_each_segment_and_clip_as_it_closes() {
         return;
     }
     let d = tempfile::tempdir().unwrap();
-    let tls = d.path().join("tls");
-    std::fs::create_dir(&tls).unwrap();
-    let server = Moto::start_tls(&tls, false);
-    server.make_bucket("fleet-recordings");
+    let (server, offload) = tls_store(d.path(), "all");
     let root = d.path().join("data");
-    let creds = server.credentials_file(d.path());
     let cfg = d.path().join("edgerec.toml");
     std::fs::write(
         &cfg,
@@ -128,37 +185,12 @@ name = "sample"
 every = "3s"
 topics = ["/imu", "/lidar/points"]
 
-[offload]
-endpoint = "{endpoint}"
-ca_file = "{ca}"
-bucket = "fleet-recordings"
-vehicle_id = "robot-7"
-credentials_file = "{creds}"
-journal_dir = "{journal}"
-upload = "all"
-"#,
+{offload}"#,
             root = root.display(),
-            endpoint = server.endpoint,
-            ca = tls.join("ca.pem").display(),
-            creds = creds.display(),
-            journal = d.path().join("journal").display(),
         ),
     )
     .unwrap();
-    let child = Command::new(BIN)
-        .args([
-            "run",
-            "--config",
-            cfg.to_str().unwrap(),
-            "--duration",
-            "10s",
-        ])
-        .env("EDGEREC_LOG", "info")
-        .env("AWS_EC2_METADATA_DISABLED", "true")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let child = spawn_run(&cfg, "10s");
     // Segments close at 3 s and 6 s: by 8 s, while it still records, the
     // store holds the first of them.
     std::thread::sleep(Duration::from_secs(8));
@@ -169,15 +201,7 @@ upload = "all"
         .keys()
         .filter(|k| k.ends_with(".mcap"))
         .collect();
-    let run = child.wait_with_output().unwrap();
-    let out = String::from_utf8_lossy(&run.stdout).into_owned();
-    let err = String::from_utf8_lossy(&run.stderr).into_owned();
-    assert!(run.status.success(), "edgerec run: {out}{err}");
-    let line = out
-        .lines()
-        .find(|l| l.starts_with("offload:"))
-        .unwrap_or_else(|| panic!("no offload line: {out}"));
-    println!("{line}");
+    let (_, err, line) = wait_run(child);
     assert!(line.contains(" 0 waiting"), "{line}\n{err}");
     assert!(line.contains("0 failed tries"), "{line}\n{err}");
 
@@ -286,4 +310,150 @@ drain_on_stop = "2s"
     // them; a request retried for its full 5 minutes would be far past.
     assert!(took < Duration::from_secs(20), "{took:?}\n{err}");
     session_with_segments(&root, 3);
+}
+
+/// `offload.upload = "events"`: a 12 s recording cut every 2 s, and one
+/// `edgerec ctl trigger` 6 s in (1 s of pre-roll, 1 s after). Afterwards
+/// the store holds the clip, and of the session only the segments the
+/// clip's window overlaps (with metadata.yaml and the manifest, which names
+/// every other segment as left out); the rest stays on the vehicle.
+#[test]
+fn events_only_sends_the_clip_and_the_segments_it_overlaps() {
+    let _limit = edgerec_testkit::time_limit(Duration::from_secs(300));
+    if edgerec_testkit::skip_if_cannot_exec(BIN) {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let (server, offload) = tls_store(d.path(), "events");
+    let root = d.path().join("data");
+    let cfg = d.path().join("edgerec.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            r#"
+[recording]
+root = "{root}"
+session_prefix = "demo"
+mode = "mixed"
+continuous_topics = ["/imu"]
+
+[segment]
+max_duration = "2s"
+
+[health]
+watchdog = ""
+fault_file = "{root}/last-fault.json"
+status_socket = "{root}/status.sock"
+control_socket = "{root}/control.sock"
+
+[triggers]
+pre = "1s"
+post = "1s"
+
+[[sources.synthetic]]
+topic = "/imu"
+type = "sensor_msgs/msg/Imu"
+rate = 200
+
+# What the clip records (mixed mode: the topics not recorded continuously).
+[[sources.synthetic]]
+topic = "/imu_raw"
+type = "sensor_msgs/msg/Imu"
+rate = 100
+
+{offload}"#,
+            root = root.display(),
+        ),
+    )
+    .unwrap();
+    let child = spawn_run(&cfg, "12s");
+    std::thread::sleep(Duration::from_secs(6));
+    let ctl = Command::new(BIN)
+        .args([
+            "ctl",
+            "--config",
+            cfg.to_str().unwrap(),
+            "trigger",
+            "--reason",
+            "hard brake",
+        ])
+        .output()
+        .unwrap();
+    assert!(ctl.status.success(), "{ctl:?}");
+    let (out, err, line) = wait_run(child);
+    assert!(line.contains(" 0 waiting"), "{line}\n{err}");
+    assert!(line.contains("1 event clips"), "{line}\n{err}");
+
+    let clips: Vec<PathBuf> = std::fs::read_dir(root.join("events"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    assert_eq!(clips.len(), 1, "{clips:?}");
+    assert_at_store(&server, &clips[0]);
+    let clip_name = clips[0].file_name().unwrap().to_string_lossy().into_owned();
+    let clip: serde_json::Value = serde_json::from_str(&server.get(
+        "fleet-recordings",
+        &format!("robot-7/{clip_name}/manifest.json"),
+    ))
+    .unwrap();
+    let (c0, c1) = (
+        clip["start_ns"]
+            .as_u64()
+            .unwrap_or_else(|| panic!("{clip:#}\n{out}")),
+        clip["end_ns"].as_u64().unwrap(),
+    );
+
+    let session = session_with_segments(&root, 5);
+    let name = session.file_name().unwrap().to_string_lossy().into_owned();
+    let prefix = format!("robot-7/{name}/");
+    let v = server.verify("fleet-recordings", &prefix, &session);
+    let m: serde_json::Value =
+        serde_json::from_str(&server.get("fleet-recordings", &format!("{prefix}manifest.json")))
+            .unwrap();
+    let sent: Vec<&serde_json::Value> = m["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["file"].as_str().unwrap().ends_with(".mcap"))
+        .collect();
+    assert!(!sent.is_empty(), "{m:#}");
+    for f in &sent {
+        let file = f["file"].as_str().unwrap();
+        assert_eq!(v[format!("{prefix}{file}")]["equal"], true, "{file}: {v:#}");
+        let (s, e) = (
+            f["start_ns"].as_u64().unwrap(),
+            f["end_ns"].as_u64().unwrap(),
+        );
+        // The window is the clip's, give or take a message (100 Hz).
+        let slack = 50_000_000;
+        assert!(
+            s <= c1 + slack && c0 <= e + slack,
+            "{file} ({s}..{e}) is outside the clip {c0}..{c1}"
+        );
+    }
+    let segments: Vec<String> = files_in(&session)
+        .into_iter()
+        .filter(|f| f.ends_with(".mcap"))
+        .collect();
+    let left_out: Vec<&str> = m["left_out"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    assert_eq!(sent.len() + left_out.len(), segments.len(), "{m:#}");
+    for l in &left_out {
+        assert!(
+            l.ends_with("no event overlaps it (offload.upload = \"events\")"),
+            "{l}"
+        );
+        let file = l.split(':').next().unwrap();
+        assert!(
+            v.get(format!("{prefix}{file}")).is_none(),
+            "{file} was sent: {v:#}"
+        );
+    }
+    assert!(!left_out.is_empty(), "{m:#}");
+    assert!(v.get(format!("{prefix}metadata.yaml")).is_some(), "{v:#}");
 }

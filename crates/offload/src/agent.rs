@@ -1,24 +1,26 @@
-//! Offload inside the running recorder (`offload.upload = "all"`): the
-//! files the recorder closes (segments, event clips) are queued as it
-//! announces them ([`Agent::announcer`]: it only queues a path, so the
-//! recorder never waits) and sent, oldest first, by one thread of the
-//! agent's own with the upload engine, at the idle I/O class, while the
-//! recording goes on. A file that cannot be sent now (the link, the store)
-//! waits and is tried again, each time later, at most
-//! [`MAX_RETRY_WAIT`] apart. When the recording stops,
+//! Offload inside the running recorder (`offload.upload = "all"` or
+//! `"events"`): what the recorder announces (closed segments, closed event
+//! clips, events' windows) is queued as it comes ([`Agent::announcer`]:
+//! it only queues, so the recorder never waits) and sent by one thread of
+//! the agent's own with the upload engine, at the idle I/O class, while
+//! the recording goes on, in the [`crate::queue`]'s order: event clips,
+//! then the segments an event overlaps, then the rest. A file that cannot
+//! be sent now (the link, the store) waits and is tried again, each time
+//! later, at most [`MAX_RETRY_WAIT`] apart. When the recording stops,
 //! [`Agent::finish`] lets the queue drain for a bounded time, then sends
 //! each session's `metadata.yaml` and manifest once every file of it is
 //! at the store; what is left is logged, and `edgerec upload` of the
 //! session sends it later (a part in flight is in the journal).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crate::manifest::{file_entry, Manifest, ManifestFile, MANIFEST};
+use crate::manifest::{file_entry, segment_stats, Manifest, ManifestFile, MANIFEST};
+use crate::queue::{ClassLoad, Entry, Queue, Select, Span};
 use crate::upload::{self, FileOutcome, Uploader, METADATA};
 use crate::Settings;
 
@@ -28,13 +30,27 @@ pub const MAX_RETRY_WAIT: Duration = Duration::from_secs(300);
 /// The first wait after a failure; it doubles with each.
 pub const FIRST_RETRY_WAIT: Duration = Duration::from_secs(5);
 
-/// What the recorder closed.
+/// What the recorder announced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Closed {
-    /// A segment file of a session.
+pub enum Kind {
+    /// A segment file of a session, closed.
     Segment,
-    /// An event clip's bag directory.
+    /// An event clip's bag directory, closed.
     Clip,
+    /// An event's window (named by its clip's directory), new or grown.
+    Event,
+}
+
+/// One announcement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Announcement {
+    /// The segment file, or the clip's directory.
+    pub path: PathBuf,
+    /// What it is.
+    pub kind: Kind,
+    /// The log time it covers (a segment recovered after a failure: not
+    /// known, read from its summary).
+    pub span: Option<Span>,
 }
 
 /// What the agent has done (for the status, and the end of a run).
@@ -58,20 +74,15 @@ pub struct AgentStatus {
     pub gone: u64,
     /// The last failure.
     pub last_error: Option<String>,
+    /// The queue by class (clips, event segments, the rest).
+    pub classes: [ClassLoad; 3],
+    /// Segments held on the vehicle (`"events"`: no event overlaps them).
+    pub held: u64,
 }
 
 enum Msg {
-    Closed(PathBuf, Closed),
+    Announced(Announcement),
     Finish(Instant),
-}
-
-/// One file or clip in the queue.
-struct Item {
-    path: PathBuf,
-    kind: Closed,
-    bytes: u64,
-    failures: u32,
-    not_before: Instant,
 }
 
 /// A session some of whose files were sent.
@@ -91,7 +102,7 @@ pub struct Agent {
 impl Agent {
     /// Starts the agent's thread, sending with `uploader` as `settings`
     /// say.
-    pub fn start(uploader: Uploader, settings: Settings) -> std::io::Result<Agent> {
+    pub fn start(uploader: Uploader, settings: Settings, select: Select) -> std::io::Result<Agent> {
         let (tx, rx) = mpsc::channel();
         let status = Arc::new(Mutex::new(AgentStatus::default()));
         let give_up = uploader.client().give_up_flag();
@@ -100,7 +111,7 @@ impl Agent {
             settings,
             rx,
             status: status.clone(),
-            queue: VecDeque::new(),
+            queue: Queue::new(select),
             sessions: BTreeMap::new(),
         };
         let thread = std::thread::Builder::new()
@@ -116,10 +127,10 @@ impl Agent {
 
     /// What the recorder calls with each file it closes: it queues the
     /// path and returns.
-    pub fn announcer(&self) -> impl Fn(PathBuf, Closed) + Send + Sync + 'static {
+    pub fn announcer(&self) -> impl Fn(Announcement) + Send + Sync + 'static {
         let tx = self.tx.clone();
-        move |path, kind| {
-            let _ = tx.send(Msg::Closed(path, kind));
+        move |a| {
+            let _ = tx.send(Msg::Announced(a));
         }
     }
 
@@ -164,7 +175,7 @@ struct Worker {
     settings: Settings,
     rx: Receiver<Msg>,
     status: Arc<Mutex<AgentStatus>>,
-    queue: VecDeque<Item>,
+    queue: Queue,
     sessions: BTreeMap<PathBuf, SessionSent>,
 }
 
@@ -189,14 +200,12 @@ impl Worker {
             if finish_by.is_some_and(|t| self.queue.is_empty() || now >= t) {
                 break;
             }
-            if let Some(i) = self.queue.iter().position(|i| i.not_before <= now) {
-                if let Some(item) = self.queue.remove(i) {
-                    self.publish_queue();
-                    self.send(item);
-                }
+            if let Some(item) = self.queue.take_due(now) {
+                self.publish_queue();
+                self.send(item);
                 continue;
             }
-            let due = self.queue.iter().map(|i| i.not_before).min();
+            let due = self.queue.next_due();
             let mut wait = due.map_or(Duration::from_secs(1), |d| d.saturating_duration_since(now));
             if let Some(t) = finish_by {
                 wait = wait.min(t.saturating_duration_since(now));
@@ -215,10 +224,10 @@ impl Worker {
             tracing::warn!(
                 "offload: {} file(s) not sent when the recording stopped ({} bytes): `edgerec upload` \
                  of their sessions sends them",
-                self.queue.len(),
-                self.queue.iter().map(|i| i.bytes).sum::<u64>()
+                self.queue.items().len(),
+                self.queue.items().iter().map(|i| i.bytes).sum::<u64>()
             );
-            for i in &self.queue {
+            for i in self.queue.items() {
                 tracing::warn!("offload: not sent: {}", i.path.display());
             }
         }
@@ -226,18 +235,27 @@ impl Worker {
 
     fn take(&mut self, m: Msg, finish_by: &mut Option<Instant>) {
         match m {
-            Msg::Closed(path, kind) => {
-                let bytes = match kind {
-                    Closed::Segment => std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0),
-                    Closed::Clip => dir_bytes(&path),
-                };
-                self.queue.push_back(Item {
-                    path,
-                    kind,
-                    bytes,
-                    failures: 0,
-                    not_before: Instant::now(),
-                });
+            Msg::Announced(a) => {
+                let now = Instant::now();
+                match a.kind {
+                    Kind::Segment => {
+                        let bytes = std::fs::metadata(&a.path).map(|m| m.len()).unwrap_or(0);
+                        let span = a.span.or_else(|| {
+                            let (_, range) = segment_stats(&a.path)?;
+                            range.map(|(start_ns, end_ns)| Span { start_ns, end_ns })
+                        });
+                        self.queue.segment(a.path, bytes, span, now);
+                    }
+                    Kind::Clip => {
+                        let bytes = dir_bytes(&a.path);
+                        self.queue.clip(a.path, bytes, a.span, now);
+                    }
+                    Kind::Event => {
+                        if let Some(span) = a.span {
+                            self.queue.window(a.path, span);
+                        }
+                    }
+                }
                 self.publish_queue();
             }
             Msg::Finish(t) => *finish_by = Some(t),
@@ -245,13 +263,16 @@ impl Worker {
     }
 
     fn publish_queue(&self) {
+        let classes = self.queue.load(Instant::now());
         let mut st = lock(&self.status);
-        st.queued = self.queue.len() as u64;
-        st.queued_bytes = self.queue.iter().map(|i| i.bytes).sum();
+        st.queued = classes.iter().map(|c| c.files).sum();
+        st.queued_bytes = classes.iter().map(|c| c.bytes).sum();
+        st.classes = classes;
+        st.held = self.queue.held().count() as u64;
     }
 
     /// Sends one item; puts it back with a later time when it fails.
-    fn send(&mut self, mut item: Item) {
+    fn send(&mut self, item: Entry) {
         if !item.path.exists() {
             tracing::warn!(
                 "offload: {} is gone before it was sent (deleted to make room)",
@@ -260,30 +281,26 @@ impl Worker {
             lock(&self.status).gone += 1;
             return;
         }
-        let result = match item.kind {
-            Closed::Segment => self.send_segment(&item.path),
-            Closed::Clip => self.send_clip(&item.path),
+        let result = if item.clip {
+            self.send_clip(&item.path)
+        } else {
+            self.send_segment(&item.path)
         };
-        match result {
-            Ok(()) => {}
-            Err(e) => {
-                item.failures += 1;
-                let wait = FIRST_RETRY_WAIT
-                    .saturating_mul(1 << item.failures.min(10).saturating_sub(1))
-                    .min(MAX_RETRY_WAIT);
-                tracing::warn!(
-                    "offload: {}: {e}; trying again in {} s",
-                    item.path.display(),
-                    wait.as_secs()
-                );
-                {
-                    let mut st = lock(&self.status);
-                    st.failures += 1;
-                    st.last_error = Some(format!("{}: {e}", item.path.display()));
-                }
-                item.not_before = Instant::now() + wait;
-                self.queue.push_back(item);
+        if let Err(e) = result {
+            let wait = FIRST_RETRY_WAIT
+                .saturating_mul(1 << item.failures.min(10))
+                .min(MAX_RETRY_WAIT);
+            tracing::warn!(
+                "offload: {}: {e}; trying again in {} s",
+                item.path.display(),
+                wait.as_secs()
+            );
+            {
+                let mut st = lock(&self.status);
+                st.failures += 1;
+                st.last_error = Some(format!("{}: {e}", item.path.display()));
             }
+            self.queue.retry(item, wait, Instant::now());
         }
     }
 
@@ -342,11 +359,7 @@ impl Worker {
     fn close_sessions(&mut self) {
         let sessions = std::mem::take(&mut self.sessions);
         for (dir, sent) in sessions {
-            if self
-                .queue
-                .iter()
-                .any(|i| i.path.parent() == Some(dir.as_path()))
-            {
+            if self.queue.waits_in(&dir) {
                 continue;
             }
             let mut files = sent.files;
@@ -365,7 +378,19 @@ impl Worker {
                 }
             }
             let (key, session) = upload::key_in_session(&dir, MANIFEST, &self.settings);
-            let manifest = Manifest::new(&self.settings.vehicle, &session, files, Vec::new());
+            // Under "events", the segments no event overlapped.
+            let left_out = self
+                .queue
+                .held()
+                .filter(|e| e.path.parent() == Some(dir.as_path()))
+                .map(|e| {
+                    format!(
+                        "{}: no event overlaps it (offload.upload = \"events\")",
+                        upload::file_name(&e.path)
+                    )
+                })
+                .collect();
+            let manifest = Manifest::new(&self.settings.vehicle, &session, files, left_out);
             match self.uploader.upload_bytes(&key, &manifest.to_bytes()) {
                 Ok(FileOutcome::Sent { .. } | FileOutcome::Skipped { .. }) => {
                     tracing::info!("offload: session {} complete at the store", dir.display());

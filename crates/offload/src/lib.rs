@@ -5,6 +5,8 @@
 //!
 //! - [`agent`]: inside `edgerec run`, the files the recorder closes,
 //!   queued and sent as it goes on;
+//! - [`queue`]: what goes first (event clips, then the segments an event
+//!   overlaps, then the rest);
 //! - [`command`]: the `upload` command both binaries run;
 //! - [`settings`]: `[offload]` turned into what the client needs (the
 //!   vehicle's name, the store, the limits);
@@ -42,6 +44,7 @@ pub mod key;
 pub mod manifest;
 pub mod platform;
 pub mod priority;
+pub mod queue;
 pub mod reply;
 pub mod s3;
 pub mod settings;

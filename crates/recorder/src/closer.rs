@@ -14,7 +14,7 @@ use edgerec_format::recover::{self, Outcome, RecoveryReport};
 use edgerec_source::{ChannelId, Intake};
 
 use crate::counters::PipelineCounters;
-use crate::options::ClosedKind;
+use crate::options::AnnouncedKind;
 use crate::segment::{ClosedSegment, Segment, Session};
 use crate::stage::{beating_while, fault_point, StageBeat, Stages};
 use crate::Watch;
@@ -122,7 +122,13 @@ impl Closer {
             Ok(c) => {
                 tracing::info!("closed {} ({} messages)", c.path.display(), c.messages);
                 let _ = self.notify.send((c.path.clone(), c.bytes));
-                crate::options::announce(&self.watch, &c.path, c.bytes, ClosedKind::Segment);
+                crate::options::announce(
+                    &self.watch,
+                    &c.path,
+                    c.bytes,
+                    AnnouncedKind::Segment,
+                    (c.start_ns, c.end_ns),
+                );
                 out.closed.push(c);
             }
             // The next segment is unaffected. A write that failed while
@@ -177,7 +183,13 @@ impl Closer {
                 if let Some(file) = r.output {
                     let bytes = std::fs::metadata(&file).map(|m| m.len()).unwrap_or(0);
                     let _ = self.notify.send((file.clone(), bytes));
-                    crate::options::announce(&self.watch, &file, bytes, ClosedKind::Segment);
+                    crate::options::announce(
+                        &self.watch,
+                        &file,
+                        bytes,
+                        AnnouncedKind::Segment,
+                        (0, 0),
+                    );
                     out.closed.push(ClosedSegment {
                         index: u32::MAX,
                         path: file,

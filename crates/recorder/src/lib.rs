@@ -49,7 +49,7 @@ pub mod stage;
 pub mod status;
 
 pub use options::{
-    ClosedFile, ClosedFn, ClosedKind, RecorderOptions, SegmentMetadataFn, SplitPolicy, Watch,
+    AnnounceFn, Announced, AnnouncedKind, RecorderOptions, SegmentMetadataFn, SplitPolicy, Watch,
 };
 pub use recorder::{Recorder, RecordingReport, StatusHandle, THROUGHPUT_BIN};
 pub use sequencer::MAX_CHUNKS_IN_FLIGHT;

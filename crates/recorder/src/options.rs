@@ -67,46 +67,67 @@ pub struct Watch {
     /// Called once per segment, just before it is closed: Metadata records
     /// that describe the whole segment (the clock's quality over it).
     pub segment_metadata: Option<SegmentMetadataFn>,
-    /// Called with each file the recorder has closed for good (a segment,
-    /// after `metadata.yaml` names it; an event clip's bag directory), from
-    /// the recorder's own threads: it must hand the path on and return
-    /// (offload queues it; the recorder never waits on offload).
-    pub on_closed: Option<ClosedFn>,
+    /// Called with what the recorder announces: each file it has closed
+    /// for good (a segment, after `metadata.yaml` names it; an event
+    /// clip's bag directory) and each event's window as it fires and
+    /// grows, from the recorder's own threads: it must hand it on and
+    /// return (offload queues it; the recorder never waits on offload).
+    pub on_announce: Option<AnnounceFn>,
     /// Test builds only: switches that make a stage hang or panic.
     #[cfg(feature = "fault-injection")]
     pub faults: Option<Arc<crate::stage::FaultSwitch>>,
 }
 
-/// A file the recorder has closed for good, for [`Watch::on_closed`].
+/// What the recorder announces, for [`Watch::on_announce`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClosedFile {
-    /// The segment file, or the clip's bag directory.
+pub struct Announced {
+    /// The segment file, or the clip's bag directory (an event: the
+    /// directory its clip is written to).
     pub path: PathBuf,
-    /// Its bytes (a clip: its segment's).
+    /// Its bytes (a clip: its segment's; an event: 0).
     pub bytes: u64,
     /// What it is.
-    pub kind: ClosedKind,
+    pub kind: AnnouncedKind,
+    /// The log time it covers, ns since the epoch: a segment's first
+    /// message (0: not known, a file recovered after a failure), a clip's
+    /// or an event's window start (pre-roll included).
+    pub start_ns: u64,
+    /// Its last message; a window's end (post-roll included; `u64::MAX`
+    /// while an event's condition still holds).
+    pub end_ns: u64,
 }
 
-/// What a [`ClosedFile`] is.
+/// What an [`Announced`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ClosedKind {
-    /// A segment of the continuous recording.
+pub enum AnnouncedKind {
+    /// A segment of the continuous recording, closed for good.
     Segment,
-    /// An event clip (a bag directory of its own under `events/`).
+    /// An event clip (a bag directory of its own under `events/`),
+    /// closed for good.
     Clip,
+    /// An event fired or its window grew; its clip is announced when it
+    /// closes. Announced again, with the same path, as the window grows.
+    Event,
 }
 
-/// See [`Watch::on_closed`].
-pub type ClosedFn = Arc<dyn Fn(ClosedFile) + Send + Sync>;
+/// See [`Watch::on_announce`].
+pub type AnnounceFn = Arc<dyn Fn(Announced) + Send + Sync>;
 
-/// Tells `watch`'s [`Watch::on_closed`], if any, of a closed file.
-pub(crate) fn announce(watch: &Watch, path: &std::path::Path, bytes: u64, kind: ClosedKind) {
-    if let Some(f) = &watch.on_closed {
-        f(ClosedFile {
+/// Tells `watch`'s [`Watch::on_announce`], if any.
+pub(crate) fn announce(
+    watch: &Watch,
+    path: &std::path::Path,
+    bytes: u64,
+    kind: AnnouncedKind,
+    span: (u64, u64),
+) {
+    if let Some(f) = &watch.on_announce {
+        f(Announced {
             path: path.to_path_buf(),
             bytes,
             kind,
+            start_ns: span.0,
+            end_ns: span.1,
         });
     }
 }
@@ -120,7 +141,7 @@ impl std::fmt::Debug for Watch {
             .field("heartbeats", &self.heartbeats.is_some())
             .field("deadline", &self.deadline)
             .field("segment_metadata", &self.segment_metadata.is_some())
-            .field("on_closed", &self.on_closed.is_some())
+            .field("on_announce", &self.on_announce.is_some())
             .finish()
     }
 }

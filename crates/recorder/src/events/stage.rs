@@ -337,6 +337,7 @@ impl EventsStage {
                         if o.holding.is_empty() {
                             o.clip.end = Some(o.end_max);
                         }
+                        self.announce_window(o);
                     }
                 }
             }
@@ -445,6 +446,25 @@ impl EventsStage {
         };
         lock(&self.status).push_event(summary);
         self.fill_from_ring(o, start, ring, latched, beat);
+        self.announce_window(o);
+    }
+
+    /// Announces the open clip's window (offload sends the segments it
+    /// overlaps ahead of others): from its start to its end, or without
+    /// end while an event's condition holds.
+    fn announce_window(&self, o: &Open) {
+        let end = if o.holding.is_empty() {
+            o.end_max
+        } else {
+            u64::MAX
+        };
+        crate::options::announce(
+            &self.watch,
+            o.clip.dir(),
+            0,
+            crate::options::AnnouncedKind::Event,
+            (o.clip.start, end),
+        );
     }
 
     /// Adds to the clip every ring channel it wants and has not got,
@@ -535,6 +555,10 @@ impl EventsStage {
         // What the finish adds is within the reserve it was kept.
         self.budget
             .finished(o.clip.bytes() + super::budget::FINISH_RESERVE);
+        let span = (
+            o.clip.start,
+            o.clip.end.unwrap_or_else(|| self.intake.now_ns()),
+        );
         let clip = o.clip;
         let bytes = clip.bytes();
         match beating_while(beat, "edgerec-events", FINISH_ALLOWANCE, move || {
@@ -546,7 +570,8 @@ impl EventsStage {
                     &self.watch,
                     &dir,
                     bytes,
-                    crate::options::ClosedKind::Clip,
+                    crate::options::AnnouncedKind::Clip,
+                    span,
                 );
                 let mut st = lock(&self.status);
                 st.clips += 1;
