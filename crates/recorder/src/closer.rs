@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use edgerec_format::recover::{self, Outcome, RecoveryReport};
 use edgerec_source::{ChannelId, Intake};
@@ -39,6 +39,12 @@ pub(crate) struct CloserOutput {
     pub(crate) errors: Vec<String>,
 }
 
+/// How soon a recovery that failed is tried again while no other job
+/// comes (the space it needs may be back); the wait doubles, to
+/// [`RETRY_MAX`], while it keeps failing.
+const RETRY_FIRST: Duration = Duration::from_secs(1);
+const RETRY_MAX: Duration = Duration::from_secs(60);
+
 /// The closer's inputs.
 pub(crate) struct Closer {
     pub(crate) rx: Receiver<CloseJob>,
@@ -61,8 +67,11 @@ impl Closer {
         let mut out = CloserOutput::default();
         let mut jobs: VecDeque<CloseJob> = VecDeque::new();
         // Recoveries that failed (a full disk has no room for the recovered
-        // copy): tried again with the next job and once more at the end.
+        // copy): tried again with the next job, after RETRY_FIRST and
+        // longer while none comes, and once more at the end.
         let mut retry: Vec<CloseJob> = Vec::new();
+        let mut retried = Instant::now();
+        let mut retry_wait = RETRY_FIRST;
         let mut last_round = false;
         let mut done = 0u64;
         loop {
@@ -77,7 +86,16 @@ impl Closer {
                         j
                     }
                     Err(RecvTimeoutError::Timeout) if self.stages.aborted() => break,
-                    Err(RecvTimeoutError::Timeout) => continue,
+                    Err(RecvTimeoutError::Timeout) => {
+                        if retry.is_empty() {
+                            retry_wait = RETRY_FIRST;
+                        } else if retried.elapsed() >= retry_wait {
+                            retried = Instant::now();
+                            retry_wait = (retry_wait * 2).min(RETRY_MAX);
+                            jobs.extend(retry.drain(..));
+                        }
+                        continue;
+                    }
                     Err(RecvTimeoutError::Disconnected) => {
                         last_round = true;
                         jobs.extend(retry.drain(..));

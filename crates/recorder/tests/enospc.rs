@@ -92,6 +92,22 @@ fn a_real_enospc_closes_the_segment_at_its_last_good_chunk_and_recording_goes_on
     // Space comes back; recording must go on by itself.
     std::fs::remove_file(&filler).unwrap();
     std::thread::sleep(Duration::from_millis(2500));
+    // The failed segment's recovery waits for the room it needs and is
+    // tried again: on a loaded machine it may take longer. Until then two
+    // segments are `.active` (it and the one being written).
+    let active = || {
+        std::fs::read_dir(&session)
+            .map(|rd| {
+                rd.filter_map(|e| e.ok())
+                    .filter(|e| e.file_name().to_string_lossy().ends_with(".active"))
+                    .count()
+            })
+            .unwrap_or(0)
+    };
+    let waited = std::time::Instant::now();
+    while active() > 1 && waited.elapsed() < Duration::from_secs(30) {
+        std::thread::sleep(Duration::from_millis(100));
+    }
     let report = rec.stop().expect("stop");
 
     assert!(
