@@ -31,12 +31,12 @@ import tomllib
 # runs, longest first; one not listed goes after these.
 MEASURED = {
     "edgerec-offload/moto": 52, "edgerec/power_cut": 44, "edgerec/triggers": 42,
-    "edgerec/upload": 27, "edgerec/camera_topic": 22, "edgerec/camera": 22,
+    "edgerec/upload": 33, "edgerec/camera_topic": 22, "edgerec/camera": 22,
     "edgerec-tools/integration": 22, "edgerec-rosbag1/integration": 22,
     "edgerec/trigger_flood": 21, "edgerec/ros_burst": 21,
     "edgerec-recorder/pipeline": 18, "edgerec/bus_udp": 17,
     "edgerec/supervision": 17, "edgerec-recorder/triggers": 17,
-    "edgerec/ros_record": 15, "edgerec/offload_run": 21, "edgerec/cli": 15,
+    "edgerec/ros_record": 15, "edgerec/offload_run": 31, "edgerec/cli": 15,
     "edgerec/ros_control": 14, "edgerec-clock/ptp4l_peer": 13,
     "edgerec/triggers_ros": 13, "edgerec/ros_hostile": 7, "edgerec-ros/dds_smoke": 7,
     "edgerec-format/recover": 7, "edgerec/export_video": 7, "edgerec-camera/stall": 6,

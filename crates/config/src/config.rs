@@ -20,7 +20,7 @@ use crate::schema::{
 use crate::values::{
     Addressing, CameraSourceKind, ClockSourceKind, Compression, EncoderChoice, GpioEdge, Located,
     OffloadMode, Rate, RateControl, RecordingMode, RosDistro, SourceFault, Sse, StorageBackend,
-    SyntheticKind,
+    SyntheticKind, TimeWindow,
 };
 use crate::voltage::VoltageProfile;
 
@@ -131,9 +131,27 @@ section! {
         /// store's default KMS key (default).
         sse_kms_key_id: String = String::new(), read(offload::kms_key_id);
         /// What `edgerec run` sends while it records: `none` (default;
-        /// `edgerec upload` by hand) or `all` (every segment and event clip
-        /// as it closes, then each session's `metadata.yaml` and manifest).
+        /// `edgerec upload` by hand), `all` (every segment and event clip
+        /// as it closes, clips first, then each session's `metadata.yaml`
+        /// and manifest) or `events` (clips and the segments an event
+        /// overlaps).
         upload: OffloadMode = OffloadMode::None, choice(&OffloadMode::ALL, OffloadMode::as_str);
+        /// Bytes per second the uploads may send, all parts together,
+        /// paced as they are written to the connection; 0 = no cap
+        /// (default), else at least 8 KiB.
+        max_rate: u64 = 0, read(offload::max_rate);
+        /// Times of day (`"HH:MM-HH:MM"`, the vehicle's local time; one
+        /// may span midnight) when `edgerec run` sends; empty = any time
+        /// (default).
+        windows: Vec<TimeWindow> = Vec::new(), read(offload::time_windows);
+        /// Network interfaces `edgerec run` sends over: it sends only
+        /// while the route to the store goes out through one of them
+        /// (`["wlan0"]`: the depot's Wi-Fi); empty = any (default).
+        interfaces: Vec<String> = Vec::new(), read(offload::interface_names);
+        /// Metered interfaces (`["wwan0"]`): while the route to the store
+        /// goes out through one, only event clips and the segments an
+        /// event overlaps are sent. Default none.
+        metered_interfaces: Vec<String> = Vec::new(), read(offload::interface_names);
         /// How long a stopping `edgerec run` lets the upload queue drain
         /// (then a failing request is no longer tried again; what is left
         /// is said, and `edgerec upload` sends it); 0 to 1 h. Default 30 s.

@@ -93,7 +93,7 @@ pub use units::{parse_duration, parse_size, UnitError};
 pub use values::{
     Addressing, CameraSourceKind, ClockSourceKind, Compression, EncoderChoice, GpioEdge, Located,
     OffloadMode, Rate, RateControl, RecordingMode, RosDistro, SourceFault, Sse, StorageBackend,
-    SyntheticKind, HEALTH_CONDITIONS, HEALTH_STATES,
+    SyntheticKind, TimeWindow, HEALTH_CONDITIONS, HEALTH_STATES,
 };
 pub use voltage::{VoltageProfile, VoltageProfileError, VoltageStep};
 

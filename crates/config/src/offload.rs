@@ -239,3 +239,94 @@ pub(crate) fn kms_key_id(cx: &Cx, field: &Field) -> Result<String> {
     }
     Ok(id.to_owned())
 }
+
+/// `offload.max_rate`: bytes per second, 0 (no cap) or at least 8 KiB.
+pub(crate) fn max_rate(cx: &Cx, field: &Field) -> Result<u64> {
+    let rate = cx.size(field)?;
+    if rate != 0 && rate < 8 * 1024 {
+        return Err(cx.at(
+            field,
+            format!("{rate} bytes per second is too low to send a request in time"),
+            Some("write at least \"8KiB\" (64 kbit/s), or 0 for no cap".to_owned()),
+        ));
+    }
+    Ok(rate)
+}
+
+/// The most windows `offload.windows` holds.
+const MAX_WINDOWS: usize = 32;
+
+/// `offload.windows`: `"HH:MM-HH:MM"` each, at most 32.
+pub(crate) fn time_windows(cx: &Cx, field: &Field) -> Result<Vec<crate::TimeWindow>> {
+    let list = crate::readers::string_list(cx, field)?;
+    if list.len() > MAX_WINDOWS {
+        return Err(cx.at(
+            field,
+            format!("{} windows; at most {MAX_WINDOWS}", list.len()),
+            Some("merge the windows that touch".to_owned()),
+        ));
+    }
+    list.iter()
+        .map(|w| {
+            parse_window(w).ok_or_else(|| {
+                cx.at(
+                    field,
+                    format!("`{w}` is not a time window"),
+                    Some(
+                        "write \"HH:MM-HH:MM\" in the vehicle's local time, e.g. \"22:00-06:00\" \
+                         (spans midnight) or \"12:00-13:30\""
+                            .to_owned(),
+                    ),
+                )
+            })
+        })
+        .collect()
+}
+
+fn parse_window(text: &str) -> Option<crate::TimeWindow> {
+    let minute = |t: &str| -> Option<u16> {
+        let (h, m) = t.trim().split_once(':')?;
+        if h.is_empty() || h.len() > 2 || m.len() != 2 {
+            return None;
+        }
+        let (h, m): (u16, u16) = (h.parse().ok()?, m.parse().ok()?);
+        (h < 24 && m < 60).then_some(h * 60 + m)
+    };
+    let (a, b) = text.split_once('-')?;
+    let (start, end) = (minute(a)?, minute(b)?);
+    (start != end).then_some(crate::TimeWindow { start, end })
+}
+
+/// `offload.interfaces`, `offload.metered_interfaces`: network interface
+/// names as the kernel takes them (1 to 15 bytes, no `/`, white space or
+/// `:`; not `.` or `..`), at most 16.
+pub(crate) fn interface_names(cx: &Cx, field: &Field) -> Result<Vec<String>> {
+    let list = crate::readers::string_list(cx, field)?;
+    if list.len() > 16 {
+        return Err(cx.at(
+            field,
+            format!("{} interfaces; at most 16", list.len()),
+            None,
+        ));
+    }
+    for name in &list {
+        let ok = (1..=15).contains(&name.len())
+            && name != "."
+            && name != ".."
+            && name
+                .chars()
+                .all(|c| c.is_ascii_graphic() && c != '/' && c != ':');
+        if !ok {
+            return Err(cx.at(
+                field,
+                format!("`{name}` is not a network interface name"),
+                Some(
+                    "use the name `ip link` shows (1 to 15 characters, no `/`, `:` or spaces), \
+                     e.g. \"wlan0\""
+                        .to_owned(),
+                ),
+            ));
+        }
+    }
+    Ok(list)
+}

@@ -531,6 +531,39 @@ impl Sse {
     }
 }
 
+/// A time of day when offload may send (`offload.windows`): from
+/// `start` up to (not including) `end`, minutes after local midnight; a
+/// window whose end is before its start spans midnight.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimeWindow {
+    /// First minute, 0 to 1439.
+    pub start: u16,
+    /// The minute it ends, 0 to 1439.
+    pub end: u16,
+}
+
+impl TimeWindow {
+    /// Whether `minute` (after local midnight) is in it.
+    pub fn contains(&self, minute: u16) -> bool {
+        if self.start <= self.end {
+            (self.start..self.end).contains(&minute)
+        } else {
+            minute >= self.start || minute < self.end
+        }
+    }
+
+    /// `HH:MM-HH:MM`.
+    pub fn text(&self) -> String {
+        format!(
+            "{:02}:{:02}-{:02}:{:02}",
+            self.start / 60,
+            self.start % 60,
+            self.end / 60,
+            self.end % 60
+        )
+    }
+}
+
 /// The edge of a GPIO line that fires a trigger (`trigger[].edge`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GpioEdge {

@@ -137,6 +137,63 @@ fn wait_run(child: std::process::Child) -> (String, String, String) {
     (out, err, line)
 }
 
+/// A mixed-mode recording cut every 2 s with `offload`: `/imu` at 200 Hz
+/// recorded continuously, `/imu_raw` at 100 Hz in event clips (1 s before
+/// an event, 1 s after), a control socket for `edgerec ctl trigger`.
+fn trigger_config(root: &Path, offload: &str) -> String {
+    format!(
+        r#"
+[recording]
+root = "{root}"
+session_prefix = "demo"
+mode = "mixed"
+continuous_topics = ["/imu"]
+
+[segment]
+max_duration = "2s"
+
+[health]
+watchdog = ""
+fault_file = "{root}/last-fault.json"
+status_socket = "{root}/status.sock"
+control_socket = "{root}/control.sock"
+
+[triggers]
+pre = "1s"
+post = "1s"
+
+[[sources.synthetic]]
+topic = "/imu"
+type = "sensor_msgs/msg/Imu"
+rate = 200
+
+# What the clip records (mixed mode: the topics not recorded continuously).
+[[sources.synthetic]]
+topic = "/imu_raw"
+type = "sensor_msgs/msg/Imu"
+rate = 100
+
+{offload}"#,
+        root = root.display(),
+    )
+}
+
+/// `edgerec ctl trigger` of the recorder `cfg` runs.
+fn ctl_trigger(cfg: &Path) {
+    let ctl = Command::new(BIN)
+        .args([
+            "ctl",
+            "--config",
+            cfg.to_str().unwrap(),
+            "trigger",
+            "--reason",
+            "hard brake",
+        ])
+        .output()
+        .unwrap();
+    assert!(ctl.status.success(), "{ctl:?}");
+}
+
 #[test]
 fn a_running_recorder_sends_each_segment_and_clip_as_it_closes() {
     let _limit = edgerec_testkit::time_limit(Duration::from_secs(300));
@@ -327,59 +384,10 @@ fn events_only_sends_the_clip_and_the_segments_it_overlaps() {
     let (server, offload) = tls_store(d.path(), "events");
     let root = d.path().join("data");
     let cfg = d.path().join("edgerec.toml");
-    std::fs::write(
-        &cfg,
-        format!(
-            r#"
-[recording]
-root = "{root}"
-session_prefix = "demo"
-mode = "mixed"
-continuous_topics = ["/imu"]
-
-[segment]
-max_duration = "2s"
-
-[health]
-watchdog = ""
-fault_file = "{root}/last-fault.json"
-status_socket = "{root}/status.sock"
-control_socket = "{root}/control.sock"
-
-[triggers]
-pre = "1s"
-post = "1s"
-
-[[sources.synthetic]]
-topic = "/imu"
-type = "sensor_msgs/msg/Imu"
-rate = 200
-
-# What the clip records (mixed mode: the topics not recorded continuously).
-[[sources.synthetic]]
-topic = "/imu_raw"
-type = "sensor_msgs/msg/Imu"
-rate = 100
-
-{offload}"#,
-            root = root.display(),
-        ),
-    )
-    .unwrap();
+    std::fs::write(&cfg, trigger_config(&root, &offload)).unwrap();
     let child = spawn_run(&cfg, "12s");
     std::thread::sleep(Duration::from_secs(6));
-    let ctl = Command::new(BIN)
-        .args([
-            "ctl",
-            "--config",
-            cfg.to_str().unwrap(),
-            "trigger",
-            "--reason",
-            "hard brake",
-        ])
-        .output()
-        .unwrap();
-    assert!(ctl.status.success(), "{ctl:?}");
+    ctl_trigger(&cfg);
     let (out, err, line) = wait_run(child);
     assert!(line.contains(" 0 waiting"), "{line}\n{err}");
     assert!(line.contains("1 event clips"), "{line}\n{err}");
@@ -456,4 +464,52 @@ rate = 100
     }
     assert!(!left_out.is_empty(), "{m:#}");
     assert!(v.get(format!("{prefix}metadata.yaml")).is_some(), "{v:#}");
+}
+
+/// The route to the store goes out through a metered interface (here
+/// `lo`, the kernel's own answer for a store on loopback): with
+/// `upload = "all"` only the clip and the segments its window overlaps
+/// are sent; the other segments wait (said at the stop), and none of them
+/// is at the store.
+#[test]
+fn a_metered_link_sends_only_what_an_event_overlaps() {
+    let _limit = edgerec_testkit::time_limit(Duration::from_secs(300));
+    if edgerec_testkit::skip_if_cannot_exec(BIN) {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let (server, offload) = tls_store(d.path(), "all");
+    let offload = format!("{offload}metered_interfaces = [\"lo\"]\ndrain_on_stop = \"3s\"\n");
+    let root = d.path().join("data");
+    let cfg = d.path().join("edgerec.toml");
+    std::fs::write(&cfg, trigger_config(&root, &offload)).unwrap();
+    let child = spawn_run(&cfg, "10s");
+    std::thread::sleep(Duration::from_secs(5));
+    ctl_trigger(&cfg);
+    let (_, err, line) = wait_run(child);
+    assert!(err.contains("offload: link metered (lo)"), "{err}");
+    assert!(line.contains("1 event clips"), "{line}\n{err}");
+    assert!(!line.contains(" 0 waiting"), "{line}\n{err}");
+    let clips: Vec<PathBuf> = std::fs::read_dir(root.join("events"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    assert_eq!(clips.len(), 1, "{clips:?}");
+    assert_at_store(&server, &clips[0]);
+    let session = session_with_segments(&root, 4);
+    let name = session.file_name().unwrap().to_string_lossy().into_owned();
+    let v = server.verify("fleet-recordings", &format!("robot-7/{name}/"), &session);
+    let sent: Vec<&String> = v.as_object().unwrap().keys().collect();
+    let segments = files_in(&session)
+        .into_iter()
+        .filter(|f| f.ends_with(".mcap"))
+        .count();
+    // A 2 s window overlaps two or three 2 s segments of five or more.
+    assert!(!sent.is_empty() && sent.len() <= 3, "{sent:?}");
+    assert!(sent.len() < segments, "{sent:?} of {segments}");
+    assert!(
+        v.get(format!("robot-7/{name}/manifest.json")).is_none(),
+        "{v:#}"
+    );
 }

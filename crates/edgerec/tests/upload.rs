@@ -287,6 +287,49 @@ fn parts_sent(log: &str) -> Vec<u32> {
     v
 }
 
+/// `offload.max_rate` paces what goes to the connection, all parts
+/// together: 12 MiB in 5 MiB parts sent four at a time at 4 MB/s take at
+/// least 3 s (on loopback they take a fraction of a second without it),
+/// and arrive byte for byte.
+#[test]
+fn max_rate_caps_the_parts_together() {
+    let _limit = edgerec_testkit::time_limit(Duration::from_secs(300));
+    if edgerec_testkit::skip_if_cannot_exec(BIN) {
+        return;
+    }
+    let (server, d, root, session) = moto_and_session();
+    std::fs::write(
+        session.join("demo_20261206T101500Z_0.mcap"),
+        edgerec_testkit::noise(12 << 20, 1),
+    )
+    .unwrap();
+    let creds = server.credentials_file(d.path());
+    let cfg = d.path().join("edgerec.toml");
+    config(&cfg, &root, &server, "fleet-recordings", &creds);
+    let capped = std::fs::read_to_string(&cfg)
+        .unwrap()
+        .replace("concurrency = 4", "concurrency = 4\nmax_rate = \"4MB\"");
+    std::fs::write(&cfg, capped).unwrap();
+    let started = std::time::Instant::now();
+    let out = upload(&cfg, &session);
+    let took = started.elapsed();
+    assert!(out.status.success(), "{}", text(&out));
+    let want = (12u64 << 20) as f64 / 4e6;
+    assert!(
+        took.as_secs_f64() >= want * 0.95,
+        "12 MiB at 4 MB/s took {took:?} (at least {want:.1} s)"
+    );
+    let v = server.verify("fleet-recordings", "robot-7/", &session);
+    let key = v
+        .as_object()
+        .unwrap()
+        .keys()
+        .find(|k| k.ends_with("_0.mcap"))
+        .unwrap_or_else(|| panic!("{v:#}"))
+        .clone();
+    assert_eq!(v[&key]["equal"], true, "{v:#}");
+}
+
 /// moto with the bucket `fleet-recordings`, and an empty session
 /// directory `demo_20261206T101500Z` under `<tempdir>/data`.
 fn moto_and_session() -> (Moto, tempfile::TempDir, PathBuf, PathBuf) {
@@ -312,15 +355,7 @@ fn a_killed_upload_goes_on_and_sends_no_acknowledged_part_again() {
     }
     let (server, d, root, session) = moto_and_session();
     // 60 MiB of noise: twelve 5 MiB parts.
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
-    let data: Vec<u8> = (0..60 << 20)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect();
+    let data = edgerec_testkit::noise(60 << 20, 1);
     std::fs::write(session.join("demo_20261206T101500Z_0.mcap"), &data).unwrap();
     let creds = server.credentials_file(d.path());
     let cfg = d.path().join("edgerec.toml");

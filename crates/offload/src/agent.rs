@@ -19,8 +19,10 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::link::Link;
 use crate::manifest::{file_entry, segment_stats, Manifest, ManifestFile, MANIFEST};
-use crate::queue::{ClassLoad, Entry, Queue, Select, Span};
+use crate::pace::Pace;
+use crate::queue::{Class, ClassLoad, Entry, Queue, Select, Span};
 use crate::upload::{self, FileOutcome, Uploader, METADATA};
 use crate::Settings;
 
@@ -78,7 +80,16 @@ pub struct AgentStatus {
     pub classes: [ClassLoad; 3],
     /// Segments held on the vehicle (`"events"`: no event overlaps them).
     pub held: u64,
+    /// What may be sent now: `open`, `metered (IFACE)`, `closed: why`.
+    pub link: String,
+    /// Bytes per second handed to the connections lately.
+    pub rate: u64,
+    /// The cap (`offload.max_rate`), bytes per second; 0 = none.
+    pub max_rate: u64,
 }
+
+/// How often the link is looked at (the time, the route's interface).
+pub const LINK_CHECK: Duration = Duration::from_secs(2);
 
 enum Msg {
     Announced(Announcement),
@@ -97,6 +108,9 @@ pub struct Agent {
     status: Arc<Mutex<AgentStatus>>,
     thread: Option<JoinHandle<()>>,
     give_up: Arc<std::sync::atomic::AtomicBool>,
+    pace: Arc<Pace>,
+    /// The bytes sent at the last rate sample, and when.
+    sampled: Mutex<(Instant, u64, u64)>,
 }
 
 impl Agent {
@@ -106,6 +120,8 @@ impl Agent {
         let (tx, rx) = mpsc::channel();
         let status = Arc::new(Mutex::new(AgentStatus::default()));
         let give_up = uploader.client().give_up_flag();
+        let pace = uploader.client().pace();
+        lock(&status).max_rate = pace.rate();
         let worker = Worker {
             uploader,
             settings,
@@ -113,6 +129,7 @@ impl Agent {
             status: status.clone(),
             queue: Queue::new(select),
             sessions: BTreeMap::new(),
+            link: None,
         };
         let thread = std::thread::Builder::new()
             .name("edgerec-offload".to_owned())
@@ -122,6 +139,8 @@ impl Agent {
             status,
             thread: Some(thread),
             give_up,
+            sampled: Mutex::new((Instant::now(), pace.sent(), 0)),
+            pace,
         })
     }
 
@@ -136,7 +155,18 @@ impl Agent {
 
     /// What it has done so far.
     pub fn status(&self) -> AgentStatus {
-        lock(&self.status).clone()
+        let mut st = lock(&self.status).clone();
+        // The rate over the time since the last sample (at least a
+        // second ago; else the last rate).
+        let mut s = lock(&self.sampled);
+        let (now, sent) = (Instant::now(), self.pace.sent());
+        let dt = now.duration_since(s.0);
+        if dt >= Duration::from_secs(1) {
+            let rate = (sent.saturating_sub(s.1) as f64 / dt.as_secs_f64()) as u64;
+            *s = (now, sent, rate);
+        }
+        st.rate = s.2;
+        st
     }
 
     /// Lets the queue drain for at most `drain`, sends the sessions'
@@ -177,6 +207,8 @@ struct Worker {
     status: Arc<Mutex<AgentStatus>>,
     queue: Queue,
     sessions: BTreeMap<PathBuf, SessionSent>,
+    /// The link as last looked at, and when.
+    link: Option<(Instant, Link)>,
 }
 
 impl Worker {
@@ -196,17 +228,28 @@ impl Worker {
                     }
                 }
             }
+            let link = self.link();
             let now = Instant::now();
-            if finish_by.is_some_and(|t| self.queue.is_empty() || now >= t) {
+            let closed = matches!(link, Link::Closed(_));
+            if finish_by.is_some_and(|t| self.queue.is_empty() || now >= t || closed) {
                 break;
             }
-            if let Some(item) = self.queue.take_due(now) {
+            let upto = match link {
+                Link::Open => Some(Class::Rest),
+                Link::Metered(_) => Some(Class::Event),
+                Link::Closed(_) => None,
+            };
+            if let Some(item) = upto.and_then(|c| self.queue.take_due(now, c)) {
                 self.publish_queue();
                 self.send(item);
                 continue;
             }
-            let due = self.queue.next_due();
-            let mut wait = due.map_or(Duration::from_secs(1), |d| d.saturating_duration_since(now));
+            let due = upto.and_then(|c| self.queue.next_due(c));
+            let mut wait = due.map_or(LINK_CHECK, |d| d.saturating_duration_since(now));
+            if upto != Some(Class::Rest) {
+                // What may go changes with the link.
+                wait = wait.min(LINK_CHECK);
+            }
             if let Some(t) = finish_by {
                 wait = wait.min(t.saturating_duration_since(now));
             }
@@ -218,7 +261,13 @@ impl Worker {
                 }
             }
         }
-        self.close_sessions();
+        if let Link::Closed(why) = self.link() {
+            tracing::warn!(
+                "offload: the sessions' manifests are not sent: {why} (`edgerec upload` sends them)"
+            );
+        } else {
+            self.close_sessions();
+        }
         self.publish_queue();
         if !self.queue.is_empty() {
             tracing::warn!(
@@ -260,6 +309,32 @@ impl Worker {
             }
             Msg::Finish(t) => *finish_by = Some(t),
         }
+    }
+
+    /// The link now (looked at every [`LINK_CHECK`]); a change is logged.
+    fn link(&mut self) -> Link {
+        if let Some((at, l)) = &self.link {
+            if at.elapsed() < LINK_CHECK {
+                return l.clone();
+            }
+        }
+        let l = self.settings.link.now(&self.settings.endpoint);
+        if self.link.as_ref().is_none_or(|(_, old)| *old != l) {
+            match &l {
+                Link::Open => tracing::info!("offload: link open"),
+                Link::Metered(i) => tracing::info!(
+                    "offload: link metered ({i}): event clips and the segments events overlap only"
+                ),
+                Link::Closed(why) => tracing::info!("offload: link closed: {why}"),
+            }
+            lock(&self.status).link = match &l {
+                Link::Open => "open".to_owned(),
+                Link::Metered(i) => format!("metered ({i})"),
+                Link::Closed(why) => format!("closed: {why}"),
+            };
+        }
+        self.link = Some((Instant::now(), l.clone()));
+        l
     }
 
     fn publish_queue(&self) {

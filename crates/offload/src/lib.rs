@@ -25,6 +25,9 @@
 //! - [`platform`]: what differs on the laptops the tools run on
 //!   (positioned reads, the page cache, secrets' permissions);
 //! - [`priority`]: the upload's reads at the idle I/O class;
+//! - [`pace`]: the bandwidth cap, kept as bodies go to the connection;
+//! - [`link`]: when the agent may send (time windows, the interface the
+//!   route to the store takes, metered links);
 //! - [`manifest`]: what a session holds (each file's size, SHA-256,
 //!   messages and time range), sent after its files;
 //! - [`error`]: what can go wrong, each with its place and its fix.
@@ -41,7 +44,9 @@ pub mod credentials;
 pub mod error;
 pub mod journal;
 pub mod key;
+pub mod link;
 pub mod manifest;
+pub mod pace;
 pub mod platform;
 pub mod priority;
 pub mod queue;

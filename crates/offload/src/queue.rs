@@ -198,13 +198,14 @@ impl Queue {
         }
     }
 
-    /// The due entry that goes first, taken out of the queue.
-    pub fn take_due(&mut self, now: Instant) -> Option<Entry> {
+    /// The due entry that goes first, of a class up to `upto` (a metered
+    /// link: [`Class::Event`]), taken out of the queue.
+    pub fn take_due(&mut self, now: Instant, upto: Class) -> Option<Entry> {
         let i = self
             .items
             .iter()
             .enumerate()
-            .filter(|(_, e)| e.not_before <= now)
+            .filter(|(_, e)| e.not_before <= now && e.class <= upto)
             .min_by_key(|(_, e)| e.order())
             .map(|(i, _)| i)?;
         Some(self.items.swap_remove(i))
@@ -221,9 +222,13 @@ impl Queue {
         self.items.push(e);
     }
 
-    /// When the next entry is due, if any waits.
-    pub fn next_due(&self) -> Option<Instant> {
-        self.items.iter().map(|e| e.not_before).min()
+    /// When the next entry of a class up to `upto` is due, if any waits.
+    pub fn next_due(&self, upto: Class) -> Option<Instant> {
+        self.items
+            .iter()
+            .filter(|e| e.class <= upto)
+            .map(|e| e.not_before)
+            .min()
     }
 
     /// Nothing queued (held segments are not queued).
@@ -306,7 +311,7 @@ mod tests {
     }
 
     fn order(q: &mut Queue, now: Instant) -> Vec<String> {
-        std::iter::from_fn(|| q.take_due(now))
+        std::iter::from_fn(|| q.take_due(now, Class::Rest))
             .map(|e| e.path.display().to_string())
             .collect()
     }
@@ -366,19 +371,41 @@ mod tests {
     }
 
     #[test]
+    fn a_metered_link_takes_clips_and_event_segments_only() {
+        let now = Instant::now();
+        let mut q = Queue::new(Select::All);
+        q.segment("s/0.mcap".into(), 10, span(0, 99), now);
+        q.segment("s/1.mcap".into(), 10, span(100, 199), now);
+        q.window(
+            "events/e".into(),
+            Span {
+                start_ns: 150,
+                end_ns: 160,
+            },
+        );
+        let mut metered = vec![];
+        while let Some(e) = q.take_due(now, Class::Event) {
+            metered.push(e.path.display().to_string());
+        }
+        assert_eq!(metered, ["s/1.mcap"]);
+        assert_eq!(order(&mut q, now), ["s/0.mcap"]);
+    }
+
+    #[test]
     fn a_failed_entry_waits_and_the_class_order_holds_among_the_due() {
         let now = Instant::now();
         let mut q = Queue::new(Select::All);
         q.segment("s/0.mcap".into(), 10, span(0, 99), now);
         q.clip("events/e".into(), 5, span(500, 600), now);
-        let clip = q.take_due(now).unwrap();
+        let clip = q.take_due(now, Class::Rest).unwrap();
         assert_eq!(clip.path, Path::new("events/e"));
         q.retry(clip, Duration::from_secs(5), now);
         // The clip is not due: the segment goes.
         assert_eq!(order(&mut q, now), ["s/0.mcap"]);
-        assert_eq!(q.next_due(), Some(now + Duration::from_secs(5)));
+        assert_eq!(q.next_due(Class::Rest), Some(now + Duration::from_secs(5)));
+        assert_eq!(q.next_due(Class::Clip), Some(now + Duration::from_secs(5)));
         let later = now + Duration::from_secs(5);
-        let e = q.take_due(later).unwrap();
+        let e = q.take_due(later, Class::Rest).unwrap();
         assert_eq!((e.failures, e.class), (1, Class::Clip));
     }
 

@@ -65,6 +65,9 @@ pub struct Client {
     /// Set to stop trying again: a request that fails is not retried, and
     /// a wait before a retry ends (a recorder that is stopping).
     give_up: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// The bandwidth cap every request body keeps to (`offload.max_rate`),
+    /// and the bytes sent.
+    pace: std::sync::Arc<crate::pace::Pace>,
 }
 
 /// A private key file (PEM) larger than this is refused unread.
@@ -232,7 +235,13 @@ impl Client {
             agent,
             sse: settings.sse_headers(),
             give_up: Default::default(),
+            pace: std::sync::Arc::new(crate::pace::Pace::new(settings.max_rate)),
         })
+    }
+
+    /// The bandwidth cap and the bytes sent so far, shared.
+    pub fn pace(&self) -> std::sync::Arc<crate::pace::Pace> {
+        self.pace.clone()
     }
 
     /// Sends one signed request; the reply, or the transport's error.
@@ -253,7 +262,11 @@ impl Client {
             for (k, v) in headers {
                 rb = rb.header(*k, *v);
             }
-            rb.send(body.unwrap_or(&[]))
+            // Handed to the connection piece by piece, at the cap.
+            let body = body.unwrap_or(&[]);
+            let mut paced = self.pace.reader(body);
+            rb.header("content-length", body.len().to_string())
+                .send(ureq::SendBody::from_reader(&mut paced))
         } else {
             let mut rb = match method {
                 "HEAD" => self.agent.head(url),

@@ -44,6 +44,10 @@ pub struct Settings {
     pub sse_kms_key_id: String,
     /// The upload journal's directory; empty = none.
     pub journal_dir: PathBuf,
+    /// Bytes per second all requests together may send; 0 = no cap.
+    pub max_rate: u64,
+    /// When the agent may send.
+    pub link: crate::link::LinkPolicy,
 }
 
 impl Settings {
@@ -99,6 +103,12 @@ impl Settings {
             sse: cfg.sse,
             sse_kms_key_id: cfg.sse_kms_key_id.clone(),
             journal_dir: cfg.journal_dir.clone(),
+            max_rate: cfg.max_rate,
+            link: crate::link::LinkPolicy {
+                windows: cfg.windows.clone(),
+                interfaces: cfg.interfaces.clone(),
+                metered: cfg.metered_interfaces.clone(),
+            },
         })
     }
 }

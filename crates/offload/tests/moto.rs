@@ -14,6 +14,7 @@
 //! the test) with SSE-S3 the same holds, and a handshake that fails names
 //! the settings to check.
 
+use edgerec_testkit::noise;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -46,19 +47,6 @@ fn secret() -> Secret {
         token: None,
         origin: "the test".into(),
     }
-}
-
-/// Incompressible bytes, different for each `seed`.
-fn noise(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
 }
 
 /// A single PUT carries the SHA-256 in its metadata; a multipart upload

@@ -199,6 +199,19 @@ impl Drop for LoopExt4 {
     }
 }
 
+/// `len` incompressible bytes (xorshift), different for each `seed`.
+pub fn noise(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
 /// Bytes an unprivileged writer may still use on the file system of `p`
 /// (statvfs f_bavail x f_frsize).
 pub fn free_bytes(p: &Path) -> u64 {

@@ -994,7 +994,22 @@ fn offload_keys_say_what_is_wrong() {
         ("sse_kms_key_id = \"alias/fleet\"", "only used with SSE-KMS"),
         ("sse_kms_key_id = \"key id\"", "is not a KMS key id"),
         ("upload = \"all\"", "needs a store to send to"),
-        ("upload = \"events\"", "upload"),
+        ("upload = \"events\"", "needs a store to send to"),
+        ("upload = \"some\"", "upload"),
+        ("max_rate = \"1KiB\"", "too low"),
+        ("max_rate = \"1M\"", "ambiguous size unit"),
+        ("windows = [\"25:00-06:00\"]", "is not a time window"),
+        ("windows = [\"06:00-06:00\"]", "is not a time window"),
+        ("windows = [\"6-8\"]", "is not a time window"),
+        ("windows = \"22:00-06:00\"", "an array of strings"),
+        (
+            "interfaces = [\"wlan/0\"]",
+            "is not a network interface name",
+        ),
+        (
+            "metered_interfaces = [\"a-very-long-interface\"]",
+            "is not a network interface name",
+        ),
     ];
     for (line, want) in cases {
         let text = format!("[offload]\n{line}\n");
@@ -1017,4 +1032,20 @@ fn offload_keys_say_what_is_wrong() {
     .unwrap();
     assert_eq!(kms.offload.sse, edgerec_config::Sse::Kms);
     assert_eq!(kms.offload.sse_kms_key_id, "alias/fleet");
+    let link = edgerec_config::Config::parse(
+        "[offload]\nmax_rate = \"1MB\"\nwindows = [\"22:00-06:00\", \"12:00-13:30\"]\n\
+         interfaces = [\"wlan0\", \"wwan0\"]\nmetered_interfaces = [\"wwan0\"]\n",
+        std::path::Path::new("edgerec.toml"),
+    )
+    .unwrap();
+    assert_eq!(link.offload.max_rate, 1_000_000);
+    let w = &link.offload.windows;
+    assert_eq!((w[0].start, w[0].end), (22 * 60, 6 * 60));
+    assert_eq!(w[0].text(), "22:00-06:00");
+    // Across midnight: 23:59 and 00:00 in, 06:00 (its end) and noon out.
+    assert!(w[0].contains(23 * 60 + 59) && w[0].contains(0));
+    assert!(!w[0].contains(6 * 60) && !w[0].contains(12 * 60));
+    assert!(w[1].contains(12 * 60) && w[1].contains(13 * 60 + 29));
+    assert!(!w[1].contains(13 * 60 + 30));
+    assert_eq!(link.offload.metered_interfaces, ["wwan0"]);
 }
