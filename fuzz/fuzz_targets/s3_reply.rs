@@ -3,19 +3,24 @@
 //! a value from (`upload_id`, `completed`, `parts_page`), the AWS
 //! shared-credentials file
 //! (`edgerec_offload::credentials::parse`, rust-ini) and the upload
-//! journal (`edgerec_offload::journal::parse`, serde_json lines). Any bytes
+//! journal (`edgerec_offload::journal::parse`, serde_json lines) and the
+//! ledger of what was sent (`edgerec_offload::ledger::parse`). Any bytes
 //! give a value or an error, never a panic; an error code is never empty,
 //! holds no control character and is at most 512 characters; an upload
 //! id is never empty and holds no control character; listed parts are
 //! numbered 1 to 10,000 with an ETag; accepted
 //! credentials have a key and a secret; a journal's parts are numbered 1
-//! to 10,000 with an ETag.
+//! to 10,000 with an ETag; a ledger's entries are absolute paths, and
+//! entries plus lines left out never exceed its lines.
 #![no_main]
 
-use edgerec_offload::{credentials, journal, reply};
+use edgerec_offload::{credentials, journal, ledger, reply};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
+    let (entries, dropped) = ledger::parse(data);
+    assert!(entries.iter().all(|(p, _)| p.is_absolute()));
+    assert!(entries.len() + dropped <= data.split(|b| *b == b'\n').count());
     let Ok(text) = std::str::from_utf8(data) else {
         return;
     };

@@ -152,6 +152,14 @@ section! {
         /// goes out through one, only event clips and the segments an
         /// event overlaps are sent. Default none.
         metered_interfaces: Vec<String> = Vec::new(), read(offload::interface_names);
+        /// With `upload` on: delete a closed segment or event clip as soon
+        /// as it is at the store (else it stays until retention needs the
+        /// room, and goes before anything not sent). Default false.
+        delete_after_upload: bool = false, boolean();
+        /// With `upload` on: retention never deletes an event clip that is
+        /// not at the store (a full disk pauses recording instead).
+        /// Default true.
+        keep_unsent_clips: bool = true, boolean();
         /// How long a stopping `edgerec run` lets the upload queue drain
         /// (then a failing request is no longer tried again; what is left
         /// is said, and `edgerec upload` sends it); 0 to 1 h. Default 30 s.

@@ -4,12 +4,13 @@
 use std::sync::Arc;
 
 use edgerec_health::ctl::{Access, CtlHandler, CtlServer, Peer};
+use edgerec_offload::agent::AgentView;
 use edgerec_recorder::StatusHandle;
-use edgerec_ros::control::{execute_in, Command, ControlSlot, Controls, Reply};
+use edgerec_ros::control::{execute_in, Command, ControlSlot, Controls, OffloadVerb, Reply};
 use edgerec_ros::rate_limit::Requester;
 
-/// The recorder, as the commands see it.
-pub struct RecorderControls(pub StatusHandle);
+/// The recorder, as the commands see it, and its offload when on.
+pub struct RecorderControls(pub StatusHandle, pub Option<AgentView>);
 
 impl Controls for RecorderControls {
     fn pause(&self) {
@@ -37,6 +38,36 @@ impl Controls for RecorderControls {
             )
         } else {
             Err("the events stage did not take the event within 1 s (it is far behind, or the recording is ending); see edgerec status".into())
+        }
+    }
+    fn offload(&self, verb: OffloadVerb, who: &str) -> Result<String, String> {
+        let Some(a) = &self.1 else {
+            return Err(
+                "offload is off in this recording: set offload.upload = \"all\" or \"events\""
+                    .into(),
+            );
+        };
+        match verb {
+            OffloadVerb::Status => {
+                let view = crate::offload::view(&a.status(), self.0.snapshot().deleted_unsent);
+                serde_json::to_string(&view).map_err(|e| e.to_string())
+            }
+            OffloadVerb::Pause => {
+                tracing::info!("offload: pause asked by {who}");
+                a.pause(who);
+                Ok(format!(
+                    "offload paused (by {who}) after the request in flight"
+                ))
+            }
+            OffloadVerb::Resume => {
+                tracing::info!("offload: resume asked by {who}");
+                a.resume(who);
+                Ok(format!("offload resumed (by {who})"))
+            }
+            OffloadVerb::Retry => {
+                a.retry(who);
+                Ok("every waiting file is tried now".into())
+            }
         }
     }
 }

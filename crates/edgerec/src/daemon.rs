@@ -312,6 +312,7 @@ impl Daemon {
         cfg: &Config,
         ros: Option<Arc<edgerec_ros::stats::StatsTable>>,
         controls: Option<edgerec_ros::control::ControlSlot>,
+        offload: Option<edgerec_offload::agent::AgentView>,
     ) -> Control {
         let realtime_priority = cfg.storage.realtime_priority;
         let mut control = Control::new(
@@ -322,9 +323,13 @@ impl Daemon {
                 deadline: self.stage_deadline,
             },
             Box::new(move || {
-                let mut view = recording_view(&recorder.snapshot(), realtime_priority);
+                let rec = recorder.snapshot();
+                let mut view = recording_view(&rec, realtime_priority);
                 view.ros = ros.as_deref().map(ros_view);
                 view.controls = controls.as_ref().map(controls_view);
+                view.offload = offload
+                    .as_ref()
+                    .map(|a| crate::offload::view(&a.status(), rec.deleted_unsent));
                 view
             }),
             self.heartbeats.clone(),
@@ -441,6 +446,7 @@ fn recording_view(rec: &RecorderStatus, realtime_priority: u8) -> RecordingView 
         // stats and the controls.
         ros: None,
         controls: None,
+        offload: None,
         // Read back from /proc each tick: what the kernel gives, not what
         // was asked for.
         realtime: (realtime_priority > 0).then(|| {

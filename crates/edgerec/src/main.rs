@@ -206,6 +206,22 @@ enum Cmd {
         #[arg(required = true, num_args = 1.., allow_hyphen_values = true)]
         command: Vec<String>,
     },
+    /// Offload of a running recorder (`offload.upload`), over its control
+    /// socket: `status` prints the queue by class, the rate and the link
+    /// as JSON; `pause` stops sending after the request in flight,
+    /// `resume` sends again, `retry` tries every waiting file now. Each is
+    /// logged with who asked. Exit 0 when it was carried out.
+    #[command(after_help = "Example:\n  edgerec offload status\n  edgerec offload pause")]
+    Offload {
+        /// status, pause, resume or retry.
+        verb: OffloadCli,
+        /// The configuration file, for `health.control_socket`.
+        #[arg(long, short, default_value = "/data/edgerec/edgerec.toml")]
+        config: PathBuf,
+        /// The control socket (overrides the configuration).
+        #[arg(long)]
+        socket: Option<PathBuf>,
+    },
     /// Print the shell completion script for bash, zsh, fish, elvish or
     /// powershell (the image installs bash's, zsh's and fish's).
     #[command(
@@ -317,6 +333,11 @@ fn main() -> ExitCode {
             socket,
             command,
         } => ctl_cmd(&config, socket.as_deref(), &command),
+        Cmd::Offload {
+            verb,
+            config,
+            socket,
+        } => offload_cmd(&config, socket.as_deref(), verb),
         Cmd::Upload {
             config,
             quiet,
@@ -684,6 +705,7 @@ fn record(
     opts.watch = daemon.watch();
     let agent = session.offload;
     opts.watch.on_announce = agent.as_ref().map(offload::on_announce);
+    opts.watch.offload = agent.as_ref().map(|a| offload::retention(cfg, a));
     #[cfg(feature = "fault-injection")]
     {
         opts.watch.faults = Some(fault_injection::install()?);
@@ -700,9 +722,10 @@ fn record(
     if session.start_paused {
         rec.status_handle().pause();
     }
-    let _ = session
-        .controls
-        .set(Arc::new(controls::RecorderControls(rec.status_handle())));
+    let _ = session.controls.set(Arc::new(controls::RecorderControls(
+        rec.status_handle(),
+        agent.as_ref().map(|a| a.view()),
+    )));
     let _ctl = match non_empty_path(&cfg.health.control_socket) {
         Some(p) => Some(
             controls::serve(p, &cfg.health.control_group, session.controls.clone())
@@ -716,6 +739,7 @@ fn record(
         cfg,
         ros_stats,
         Some(session.controls.clone()),
+        agent.as_ref().map(|a| a.view()),
     );
     let mut health_triggers = health_triggers::HealthTriggers::new(cfg);
     let trigger_handle = rec.status_handle();
@@ -831,6 +855,18 @@ fn record(
         status.drops(),
         status.backend
     );
+    if status.deleted_unsent > 0 {
+        println!(
+            "retention: {} segment(s) or clip(s) deleted before offload sent them: they never reached the store (each is in the log)",
+            status.deleted_unsent
+        );
+    }
+    if status.deleted_sent > 0 {
+        println!(
+            "retention: {} segment(s) or clip(s) deleted after they reached the store",
+            status.deleted_sent
+        );
+    }
     if let Some(p) = report_json {
         let mut j = report_to_json(&status, secs, &segments);
         let bins_per_second = (1000 / THROUGHPUT_BIN.as_millis()).max(1) as usize;
@@ -934,42 +970,99 @@ fn ctl_cmd(config: &Path, socket: Option<&Path>, args: &[String]) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let path = match socket {
-        Some(s) => s.to_path_buf(),
-        None => match Config::load(config) {
-            Ok(c) if !c.health.control_socket.as_os_str().is_empty() => c.health.control_socket,
-            Ok(_) => {
-                eprintln!(
-                    "edgerec ctl: {} sets no health.control_socket; set one (and restart the recorder) or give --socket",
-                    config.display()
-                );
-                return ExitCode::from(EXIT_CONFIG);
-            }
-            Err(e) => {
-                eprintln!("edgerec ctl: {e}; give --socket PATH");
-                return ExitCode::from(EXIT_CONFIG);
-            }
-        },
-    };
-    match edgerec_health::ctl::send(&path, &cmd.to_string(), Duration::from_secs(5)) {
-        Ok(reply) => {
+    match send_ctl("edgerec ctl", config, socket, &cmd) {
+        Ok((ok, reply)) => {
             println!("{reply}");
-            let ok = serde_json::from_str::<serde_json::Value>(&reply)
-                .ok()
-                .and_then(|v| v["ok"].as_bool())
-                .unwrap_or(false);
             if ok {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::from(1)
             }
         }
+        Err(code) => code,
+    }
+}
+
+/// `edgerec offload VERB`.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum OffloadCli {
+    /// The queue by class, the rate and the link, as JSON.
+    Status,
+    /// Stop sending after the request in flight.
+    Pause,
+    /// Send again.
+    Resume,
+    /// Try every waiting file now.
+    Retry,
+}
+
+fn offload_cmd(config: &Path, socket: Option<&Path>, verb: OffloadCli) -> ExitCode {
+    use edgerec_ros::control::{Command, OffloadVerb};
+    let cmd = Command::Offload(match verb {
+        OffloadCli::Status => OffloadVerb::Status,
+        OffloadCli::Pause => OffloadVerb::Pause,
+        OffloadCli::Resume => OffloadVerb::Resume,
+        OffloadCli::Retry => OffloadVerb::Retry,
+    });
+    match send_ctl("edgerec offload", config, socket, &cmd) {
+        Ok((ok, reply)) => {
+            // The reply's message: the status JSON, or what was done.
+            let message = serde_json::from_str::<serde_json::Value>(&reply)
+                .ok()
+                .and_then(|v| v["message"].as_str().map(str::to_owned))
+                .unwrap_or(reply);
+            if ok {
+                println!("{message}");
+                ExitCode::SUCCESS
+            } else {
+                eprintln!("edgerec offload: {message}");
+                ExitCode::from(1)
+            }
+        }
+        Err(code) => code,
+    }
+}
+
+/// Sends `cmd` to the control socket (`socket`, else `config`'s
+/// `health.control_socket`): whether it was carried out, and the reply;
+/// or the exit code after saying what went wrong.
+fn send_ctl(
+    tool: &str,
+    config: &Path,
+    socket: Option<&Path>,
+    cmd: &edgerec_ros::control::Command,
+) -> Result<(bool, String), ExitCode> {
+    let path = match socket {
+        Some(s) => s.to_path_buf(),
+        None => match Config::load(config) {
+            Ok(c) if !c.health.control_socket.as_os_str().is_empty() => c.health.control_socket,
+            Ok(_) => {
+                eprintln!(
+                    "{tool}: {} sets no health.control_socket; set one (and restart the recorder) or give --socket",
+                    config.display()
+                );
+                return Err(ExitCode::from(EXIT_CONFIG));
+            }
+            Err(e) => {
+                eprintln!("{tool}: {e}; give --socket PATH");
+                return Err(ExitCode::from(EXIT_CONFIG));
+            }
+        },
+    };
+    match edgerec_health::ctl::send(&path, &cmd.to_string(), Duration::from_secs(5)) {
+        Ok(reply) => {
+            let ok = serde_json::from_str::<serde_json::Value>(&reply)
+                .ok()
+                .and_then(|v| v["ok"].as_bool())
+                .unwrap_or(false);
+            Ok((ok, reply))
+        }
         Err(e) => {
             eprintln!(
-                "edgerec ctl: {}: {e} (is the recorder running, and may this user use its control socket?)",
+                "{tool}: {}: {e} (is the recorder running, and may this user use its control socket?)",
                 path.display()
             );
-            ExitCode::from(1)
+            Err(ExitCode::from(1))
         }
     }
 }

@@ -6,9 +6,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use edgerec_config::{Config, OffloadMode};
-use edgerec_offload::agent::{Agent, Announcement, Kind};
-use edgerec_offload::queue::{Select, Span};
+use edgerec_health::status::{OffloadClass, OffloadView};
+use edgerec_offload::agent::{Agent, AgentStatus, Announcement, Kind};
+use edgerec_offload::ledger::Ledger;
+use edgerec_offload::queue::{Class, Select, Span};
 use edgerec_offload::{credentials, s3::Client, Settings, Uploader};
+use edgerec_recorder::retention::OffloadAware;
 use edgerec_recorder::{AnnounceFn, AnnouncedKind};
 
 /// The agent, when `offload.upload` asks for one; an error names what in
@@ -24,9 +27,27 @@ pub fn start(cfg: &Config) -> Result<Option<Agent>, String> {
         .map_err(|e| e.to_string())?;
     let client = Client::new(&settings, &secret).map_err(|e| e.to_string())?;
     let uploader = Uploader::new(client, &settings);
-    Agent::start(uploader, settings, select)
-        .map(Some)
-        .map_err(|e| format!("starting the offload thread: {e}"))
+    let ledger = Ledger::open(&settings.journal_dir).map_err(|e| {
+        format!(
+            "{}: the ledger of what was sent: {e} (offload.journal_dir must be a writable directory)",
+            settings.journal_dir.display()
+        )
+    })?;
+    let agent = Agent::start(uploader, settings, select, ledger)
+        .map_err(|e| format!("starting the offload thread: {e}"))?;
+    agent.pick_up(&cfg.recording.root);
+    Ok(Some(agent))
+}
+
+/// What retention is told of offload: the ledger, and
+/// `offload.delete_after_upload` / `keep_unsent_clips`.
+pub fn retention(cfg: &Config, agent: &Agent) -> OffloadAware {
+    let ledger = agent.ledger();
+    OffloadAware {
+        uploaded: Arc::new(move |p| ledger.has(p)),
+        delete_after_upload: cfg.offload.delete_after_upload,
+        keep_unsent_clips: cfg.offload.keep_unsent_clips,
+    }
 }
 
 /// What the recorder calls with each announcement.
@@ -49,6 +70,34 @@ pub fn on_announce(agent: &Agent) -> AnnounceFn {
             span,
         });
     })
+}
+
+/// The agent's status as the health side shows it, with retention's
+/// count of files deleted before they were sent.
+pub fn view(st: &AgentStatus, deleted_unsent: u64) -> OffloadView {
+    OffloadView {
+        link: st.link.clone(),
+        rate_bytes_per_s: st.rate,
+        max_rate_bytes_per_s: st.max_rate,
+        queue: Class::ALL
+            .iter()
+            .zip(st.classes.iter())
+            .map(|(c, l)| OffloadClass {
+                class: c.as_str().to_owned(),
+                files: l.files,
+                bytes: l.bytes,
+                oldest_s: l.oldest.as_secs_f64(),
+            })
+            .collect(),
+        sent_files: st.sent,
+        sent_bytes: st.sent_bytes,
+        clips: st.clips,
+        manifests: st.manifests,
+        failures: st.failures,
+        held: st.held,
+        deleted_unsent,
+        last_error: st.last_error.clone(),
+    }
 }
 
 /// Lets the queue drain for at most `drain` (`offload.drain_on_stop`),

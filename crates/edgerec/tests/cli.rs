@@ -317,7 +317,7 @@ fn every_subcommand_help_shows_an_example() {
     }
     for sub in [
         "run", "record", "info", "cat", "convert", "reindex", "export", "import", "check",
-        "recover", "status", "leds", "ctl", "version",
+        "recover", "status", "leds", "ctl", "offload", "upload", "version",
     ] {
         let o = edgerec(&[sub, "--help"]);
         assert!(o.status.success(), "{sub}: {}", text(&o));

@@ -178,6 +178,18 @@ rate = 100
     )
 }
 
+/// A temporary directory with moto over TLS and [`trigger_config`]
+/// sending to it as `upload` says (and `extra` lines of `[offload]`):
+/// the directory, the server, the recordings root, the configuration.
+fn trigger_run(upload: &str, extra: &str) -> (tempfile::TempDir, Moto, PathBuf, PathBuf) {
+    let d = tempfile::tempdir().unwrap();
+    let (server, offload) = tls_store(d.path(), upload);
+    let root = d.path().join("data");
+    let cfg = d.path().join("edgerec.toml");
+    std::fs::write(&cfg, trigger_config(&root, &format!("{offload}{extra}"))).unwrap();
+    (d, server, root, cfg)
+}
+
 /// `edgerec ctl trigger` of the recorder `cfg` runs.
 fn ctl_trigger(cfg: &Path) {
     let ctl = Command::new(BIN)
@@ -380,11 +392,7 @@ fn events_only_sends_the_clip_and_the_segments_it_overlaps() {
     if edgerec_testkit::skip_if_cannot_exec(BIN) {
         return;
     }
-    let d = tempfile::tempdir().unwrap();
-    let (server, offload) = tls_store(d.path(), "events");
-    let root = d.path().join("data");
-    let cfg = d.path().join("edgerec.toml");
-    std::fs::write(&cfg, trigger_config(&root, &offload)).unwrap();
+    let (_d, server, root, cfg) = trigger_run("events", "");
     let child = spawn_run(&cfg, "12s");
     std::thread::sleep(Duration::from_secs(6));
     ctl_trigger(&cfg);
@@ -477,12 +485,10 @@ fn a_metered_link_sends_only_what_an_event_overlaps() {
     if edgerec_testkit::skip_if_cannot_exec(BIN) {
         return;
     }
-    let d = tempfile::tempdir().unwrap();
-    let (server, offload) = tls_store(d.path(), "all");
-    let offload = format!("{offload}metered_interfaces = [\"lo\"]\ndrain_on_stop = \"3s\"\n");
-    let root = d.path().join("data");
-    let cfg = d.path().join("edgerec.toml");
-    std::fs::write(&cfg, trigger_config(&root, &offload)).unwrap();
+    let (_d, server, root, cfg) = trigger_run(
+        "all",
+        "metered_interfaces = [\"lo\"]\ndrain_on_stop = \"3s\"\n",
+    );
     let child = spawn_run(&cfg, "10s");
     std::thread::sleep(Duration::from_secs(5));
     ctl_trigger(&cfg);
@@ -512,4 +518,205 @@ fn a_metered_link_sends_only_what_an_event_overlaps() {
         v.get(format!("robot-7/{name}/manifest.json")).is_none(),
         "{v:#}"
     );
+}
+
+/// Retention with offload: a first run sends its session (the ledger in
+/// the journal directory remembers it); a second run records while the
+/// store cannot be reached, under a cap its recording crosses. Retention
+/// deletes the first session's files first, as at the store, then files of
+/// the second that were never sent, and says so on the last lines; the
+/// second run does not queue what the first one sent.
+#[test]
+fn retention_frees_what_is_at_the_store_first_and_counts_what_never_got_there() {
+    let _limit = edgerec_testkit::time_limit(Duration::from_secs(300));
+    if edgerec_testkit::skip_if_cannot_exec(BIN) {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let (server, offload) = tls_store(d.path(), "all");
+    let root = d.path().join("data");
+    let config = |offload: &str, cap: &str| {
+        format!(
+            r#"
+[recording]
+root = "{root}"
+session_prefix = "demo"
+
+[segment]
+max_duration = "1s"
+
+[retention]
+max_total_bytes = {cap}
+min_free_percent = 0
+min_free_bytes = 0
+
+[health]
+watchdog = ""
+fault_file = "{root}/last-fault.json"
+status_socket = "{root}/status.sock"
+
+[[sources.synthetic]]
+topic = "/lidar/points"
+type = "sensor_msgs/msg/PointCloud2"
+rate = 10
+payload_size = "120KB"
+{offload}"#,
+            root = root.display(),
+        )
+    };
+    let cfg = d.path().join("edgerec.toml");
+    std::fs::write(&cfg, config(&offload, "1073741824")).unwrap();
+    let (out, err, line) = wait_run(spawn_run(&cfg, "4s"));
+    assert!(line.contains(" 0 waiting"), "{line}\n{err}");
+    let first = session_with_segments(&root, 3);
+    assert_at_store(&server, &first);
+    let first_files: Vec<PathBuf> = files_in(&first)
+        .iter()
+        .filter(|f| f.ends_with(".mcap"))
+        .map(|f| first.join(f))
+        .collect();
+    let ledger = d.path().join("journal").join("sent.jsonl");
+    assert!(
+        std::fs::read_to_string(&ledger).unwrap().lines().count() >= first_files.len(),
+        "{out}"
+    );
+
+    // The store is gone; the cap is below what the two runs record.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .unwrap()
+        .port();
+    let dead = offload
+        .lines()
+        .map(|l| {
+            if l.starts_with("endpoint") {
+                format!("endpoint = \"http://127.0.0.1:{port}\"\nallow_http = true")
+            } else if l.starts_with("ca_file") {
+                String::new()
+            } else {
+                l.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let dead = format!("{dead}\ndrain_on_stop = \"1s\"\n");
+    let first_bytes: u64 = first_files
+        .iter()
+        .map(|f| std::fs::metadata(f).unwrap().len())
+        .sum();
+    // Half of what the first run holds: it goes, then files never sent.
+    std::fs::write(&cfg, config(&dead, &format!("{}", first_bytes / 2))).unwrap();
+    let (out, err, _) = wait_run(spawn_run(&cfg, "4s"));
+    for f in &first_files {
+        assert!(!f.exists(), "{} is still there\n{out}", f.display());
+    }
+    assert!(
+        out.contains("deleted after they reached the store"),
+        "{out}\n{err}"
+    );
+    assert!(
+        out.contains("deleted before offload sent them: they never reached the store"),
+        "{out}\n{err}"
+    );
+    assert!(err.contains("was deleted before offload sent it"), "{err}");
+    assert!(
+        !err.contains("of earlier runs not at the store yet"),
+        "the first run's files were queued again: {err}"
+    );
+}
+
+/// `edgerec offload VERB` of a running recorder: its stdout, and whether
+/// it exited 0.
+fn offload_ctl(cfg: &Path, verb: &str) -> (bool, String) {
+    let o = Command::new(BIN)
+        .args(["offload", verb, "--config", cfg.to_str().unwrap()])
+        .output()
+        .unwrap();
+    (
+        o.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        ),
+    )
+}
+
+/// Offload paused by the operator sends nothing, and says so in
+/// `edgerec offload status` and `edgerec status --json` (the queue by
+/// class, the rate, the link); resumed, the queue drains before the end.
+/// Each command is logged with who gave it.
+#[test]
+fn offload_pauses_resumes_and_shows_its_queue_while_it_runs() {
+    let _limit = edgerec_testkit::time_limit(Duration::from_secs(300));
+    if edgerec_testkit::skip_if_cannot_exec(BIN) {
+        return;
+    }
+    let (_d, server, root, cfg) = trigger_run("all", "");
+    let child = spawn_run(&cfg, "12s");
+    // The control socket answers once the recorder runs.
+    let t0 = std::time::Instant::now();
+    loop {
+        let (ok, out) = offload_ctl(&cfg, "pause");
+        if ok {
+            assert!(out.contains("offload paused (by uid "), "{out}");
+            break;
+        }
+        assert!(t0.elapsed() < Duration::from_secs(20), "{out}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    // Three 2 s segments close while it is paused.
+    std::thread::sleep(Duration::from_secs(6));
+    let (ok, out) = offload_ctl(&cfg, "status");
+    assert!(ok, "{out}");
+    let st: serde_json::Value =
+        serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert!(
+        st["link"].as_str().unwrap().starts_with("paused by uid "),
+        "{st:#}"
+    );
+    let segments = st["queue"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["class"] == "segments")
+        .unwrap_or_else(|| panic!("{st:#}"));
+    assert!(segments["files"].as_u64().unwrap() >= 2, "{st:#}");
+    assert!(segments["oldest_s"].as_f64().unwrap() > 1.0, "{st:#}");
+    let early = server.verify("fleet-recordings", "robot-7/demo_", &root);
+    assert!(
+        !early
+            .as_object()
+            .unwrap()
+            .keys()
+            .any(|k| k.ends_with(".mcap")),
+        "sent while paused: {early:#}"
+    );
+    let status = Command::new(BIN)
+        .args(["status", "--json", "--config", cfg.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&status.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&status.stdout)));
+    let o = &v["offload"];
+    assert!(
+        o["link"].as_str().unwrap().starts_with("paused by uid "),
+        "{o:#}"
+    );
+    assert!(o["queue"].as_array().unwrap().len() == 3, "{o:#}");
+    assert!(
+        o.get("rate_bytes_per_s").is_some_and(|r| r.is_u64()),
+        "{o:#}"
+    );
+
+    let (ok, out) = offload_ctl(&cfg, "resume");
+    assert!(ok && out.contains("offload resumed"), "{out}");
+    let (ok, out) = offload_ctl(&cfg, "retry");
+    assert!(ok, "{out}");
+    let (_, err, line) = wait_run(child);
+    assert!(line.contains(" 0 waiting"), "{line}\n{err}");
+    assert!(err.contains("offload: paused by uid "), "{err}");
+    assert!(err.contains("offload: resumed by uid "), "{err}");
+    let session = session_with_segments(&root, 5);
+    assert_at_store(&server, &session);
 }

@@ -66,6 +66,8 @@ pub struct RecordingView {
     pub ros: Option<crate::status::RosView>,
     /// The operator's commands refused; `None` without a way in.
     pub controls: Option<crate::status::ControlsView>,
+    /// Offload; `None` when it is off.
+    pub offload: Option<crate::status::OffloadView>,
 }
 
 /// One channel's counters since the start.
@@ -374,6 +376,7 @@ impl Control {
             events: rec.events.clone(),
             ros: rec.ros.clone(),
             controls: rec.controls.clone(),
+            offload: rec.offload.clone(),
         };
         self.board.publish(&snapshot);
         if let Some(n) = &self.notifier {

@@ -83,6 +83,50 @@ pub struct StatusSnapshot {
     /// The operator's commands (control socket, ROS 2 services) refused
     /// by the per-requester rate limits.
     pub controls: Option<ControlsView>,
+    /// Offload to the fleet's store; absent with `offload.upload = "none"`.
+    pub offload: Option<OffloadView>,
+}
+
+/// Offload inside the running recorder, in the snapshot.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct OffloadView {
+    /// `open`, `metered (IFACE)`, `closed: why`, `paused (by who)`.
+    pub link: String,
+    /// Bytes per second handed to the connections lately.
+    pub rate_bytes_per_s: u64,
+    /// `offload.max_rate` (0: none).
+    pub max_rate_bytes_per_s: u64,
+    /// The queue by class (`clips`, `event_segments`, `segments`).
+    pub queue: Vec<OffloadClass>,
+    /// Files sent (or found at the store) since the start.
+    pub sent_files: u64,
+    /// Their bytes.
+    pub sent_bytes: u64,
+    /// Event clips at the store.
+    pub clips: u64,
+    /// Session manifests at the store.
+    pub manifests: u64,
+    /// Tries that failed (each file is tried again).
+    pub failures: u64,
+    /// Segments kept on the vehicle (`upload = "events"`).
+    pub held: u64,
+    /// Segments and clips retention deleted before they were sent.
+    pub deleted_unsent: u64,
+    /// The last failure.
+    pub last_error: Option<String>,
+}
+
+/// One class of the offload queue.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct OffloadClass {
+    /// `clips`, `event_segments` or `segments`.
+    pub class: String,
+    /// Files waiting.
+    pub files: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// How long the oldest has waited, s.
+    pub oldest_s: f64,
 }
 
 /// The operator's commands the rate limits refused since the start.
@@ -419,6 +463,28 @@ impl StatusSnapshot {
                 values: flatten(&serde_json::to_value(s).unwrap_or(Value::Null)),
             });
         }
+        if let Some(o) = &self.offload {
+            let waiting: u64 = o.queue.iter().map(|c| c.files).sum();
+            out.push(Diagnostic {
+                level: if o.deleted_unsent > 0 || o.link.starts_with("closed") {
+                    level::WARN
+                } else {
+                    level::OK
+                },
+                name: "edgerec: offload".to_owned(),
+                message: format!(
+                    "link {}; {waiting} files waiting; {:.1} MB/s{}",
+                    o.link,
+                    o.rate_bytes_per_s as f64 / 1e6,
+                    match o.deleted_unsent {
+                        0 => String::new(),
+                        n => format!("; {n} deleted before they were sent"),
+                    }
+                ),
+                hardware_id: String::new(),
+                values: flatten(&serde_json::to_value(o).unwrap_or(Value::Null)),
+            });
+        }
         out.push(Diagnostic {
             level: level::OK,
             name: "edgerec: metrics".to_owned(),
@@ -562,6 +628,58 @@ impl StatusSnapshot {
             "board metrics, by name and origin",
             &metrics,
         );
+        if let Some(o) = &self.offload {
+            let by_class = |f: &dyn Fn(&OffloadClass) -> f64| -> Vec<(String, f64)> {
+                o.queue
+                    .iter()
+                    .map(|c| (format!("{{class=\"{}\"}}", escape_label(&c.class)), f(c)))
+                    .collect()
+            };
+            gauge(
+                "edgerec_offload_queue_files",
+                "files waiting to be sent, by class",
+                &by_class(&|c| c.files as f64),
+            );
+            gauge(
+                "edgerec_offload_queue_bytes",
+                "bytes waiting to be sent, by class",
+                &by_class(&|c| c.bytes as f64),
+            );
+            gauge(
+                "edgerec_offload_queue_oldest_seconds",
+                "how long the oldest waiting file has waited, by class",
+                &by_class(&|c| c.oldest_s),
+            );
+            gauge(
+                "edgerec_offload_rate_bytes_per_second",
+                "bytes per second handed to the store's connections lately",
+                &[(String::new(), o.rate_bytes_per_s as f64)],
+            );
+            gauge(
+                "edgerec_offload_link_open",
+                "1 while offload may send everything, 0.5 metered, 0 closed or paused",
+                &[(
+                    String::new(),
+                    if o.link == "open" {
+                        1.0
+                    } else if o.link.starts_with("metered") {
+                        0.5
+                    } else {
+                        0.0
+                    },
+                )],
+            );
+            gauge(
+                "edgerec_offload_sent_bytes",
+                "bytes sent to the store since the start",
+                &[(String::new(), o.sent_bytes as f64)],
+            );
+            gauge(
+                "edgerec_offload_deleted_unsent",
+                "segments and clips retention deleted before they were sent",
+                &[(String::new(), o.deleted_unsent as f64)],
+            );
+        }
         out
     }
 }
@@ -1128,6 +1246,46 @@ pub fn render_text(v: &Value) -> String {
             ));
         }
     }
+    if let Some(o) = v.get("offload").filter(|o| !o.is_null()) {
+        let n = |k: &str| o.get(k).and_then(Value::as_u64).unwrap_or(0);
+        let queue: Vec<String> = o
+            .get("queue")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .map(|c| {
+                format!(
+                    "{} {} ({:.1} MB, oldest {:.0} s)",
+                    c.get("class").and_then(Value::as_str).unwrap_or(""),
+                    c.get("files").and_then(Value::as_u64).unwrap_or(0),
+                    c.get("bytes").and_then(Value::as_u64).unwrap_or(0) as f64 / 1e6,
+                    c.get("oldest_s").and_then(Value::as_f64).unwrap_or(0.0)
+                )
+            })
+            .collect();
+        line(format!(
+            "offload:   link {}; {:.1} MB/s{}; sent {} files ({:.1} MB), {} clips; waiting: {}",
+            o.get("link").and_then(Value::as_str).unwrap_or(""),
+            n("rate_bytes_per_s") as f64 / 1e6,
+            match n("max_rate_bytes_per_s") {
+                0 => String::new(),
+                m => format!(" (cap {:.1})", m as f64 / 1e6),
+            },
+            n("sent_files"),
+            n("sent_bytes") as f64 / 1e6,
+            n("clips"),
+            queue.join(", ")
+        ));
+        if n("deleted_unsent") > 0 {
+            line(format!(
+                "  {} segments or clips were deleted before they were sent (retention)",
+                n("deleted_unsent")
+            ));
+        }
+        if let Some(e) = o.get("last_error").and_then(Value::as_str) {
+            line(format!("  last error: {e}"));
+        }
+    }
     if let Some(e) = v.get("events").filter(|e| !e.is_null()) {
         let f = |k: &str| e.get(k).and_then(Value::as_f64).unwrap_or(0.0);
         line(format!(
@@ -1273,6 +1431,7 @@ mod tests {
             events: None,
             ros: None,
             controls: None,
+            offload: None,
         }
     }
 

@@ -19,6 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use crate::ledger::Ledger;
 use crate::link::Link;
 use crate::manifest::{file_entry, segment_stats, Manifest, ManifestFile, MANIFEST};
 use crate::pace::Pace;
@@ -93,6 +94,10 @@ pub const LINK_CHECK: Duration = Duration::from_secs(2);
 
 enum Msg {
     Announced(Announcement),
+    PickUp(PathBuf),
+    Pause(String),
+    Resume(String),
+    Retry(String),
     Finish(Instant),
 }
 
@@ -105,18 +110,67 @@ struct SessionSent {
 /// The offload agent: a queue and the thread that empties it.
 pub struct Agent {
     tx: Sender<Msg>,
-    status: Arc<Mutex<AgentStatus>>,
     thread: Option<JoinHandle<()>>,
     give_up: Arc<std::sync::atomic::AtomicBool>,
+    view: AgentView,
+    ledger: Ledger,
+}
+
+/// The agent's status and the operator's commands, from any thread while
+/// it runs (the health loop, the control socket).
+#[derive(Clone)]
+pub struct AgentView {
+    tx: Sender<Msg>,
+    status: Arc<Mutex<AgentStatus>>,
     pace: Arc<Pace>,
-    /// The bytes sent at the last rate sample, and when.
-    sampled: Mutex<(Instant, u64, u64)>,
+    /// When the rate was last sampled, the bytes sent then, the rate.
+    sampled: Arc<Mutex<(Instant, u64, u64)>>,
+}
+
+impl AgentView {
+    /// What the agent has done so far, with the rate over the time since
+    /// the last call (at least a second ago; else the last rate).
+    pub fn status(&self) -> AgentStatus {
+        let mut st = lock(&self.status).clone();
+        let mut s = lock(&self.sampled);
+        let (now, sent) = (Instant::now(), self.pace.sent());
+        let dt = now.duration_since(s.0);
+        if dt >= Duration::from_secs(1) {
+            let rate = (sent.saturating_sub(s.1) as f64 / dt.as_secs_f64()) as u64;
+            *s = (now, sent, rate);
+        }
+        st.rate = s.2;
+        st
+    }
+
+    /// Stops sending after the request in flight, until [`resume`]
+    /// (`who` asked: it is logged and shown as the link's state).
+    ///
+    /// [`resume`]: AgentView::resume
+    pub fn pause(&self, who: &str) {
+        let _ = self.tx.send(Msg::Pause(who.to_owned()));
+    }
+
+    /// Sends again after [`AgentView::pause`].
+    pub fn resume(&self, who: &str) {
+        let _ = self.tx.send(Msg::Resume(who.to_owned()));
+    }
+
+    /// Tries every waiting file now, not at its later time.
+    pub fn retry(&self, who: &str) {
+        let _ = self.tx.send(Msg::Retry(who.to_owned()));
+    }
 }
 
 impl Agent {
     /// Starts the agent's thread, sending with `uploader` as `settings`
     /// say.
-    pub fn start(uploader: Uploader, settings: Settings, select: Select) -> std::io::Result<Agent> {
+    pub fn start(
+        uploader: Uploader,
+        settings: Settings,
+        select: Select,
+        ledger: Ledger,
+    ) -> std::io::Result<Agent> {
         let (tx, rx) = mpsc::channel();
         let status = Arc::new(Mutex::new(AgentStatus::default()));
         let give_up = uploader.client().give_up_flag();
@@ -130,17 +184,24 @@ impl Agent {
             queue: Queue::new(select),
             sessions: BTreeMap::new(),
             link: None,
+            ledger: ledger.clone(),
+            paused: None,
         };
         let thread = std::thread::Builder::new()
             .name("edgerec-offload".to_owned())
             .spawn(move || worker.run())?;
+        let view_tx = tx.clone();
         Ok(Agent {
             tx,
-            status,
             thread: Some(thread),
             give_up,
-            sampled: Mutex::new((Instant::now(), pace.sent(), 0)),
-            pace,
+            view: AgentView {
+                tx: view_tx,
+                sampled: Arc::new(Mutex::new((Instant::now(), pace.sent(), 0))),
+                pace,
+                status,
+            },
+            ledger,
         })
     }
 
@@ -153,20 +214,27 @@ impl Agent {
         }
     }
 
+    /// Queues what earlier runs left under `root` and the store does not
+    /// have yet (by the ledger): finished event clips first (their
+    /// windows class the segments), then the closed segments of every
+    /// session. Scanned on the agent's thread.
+    pub fn pick_up(&self, root: &Path) {
+        let _ = self.tx.send(Msg::PickUp(root.to_path_buf()));
+    }
+
+    /// The ledger of what is at the store (shared).
+    pub fn ledger(&self) -> Ledger {
+        self.ledger.clone()
+    }
+
     /// What it has done so far.
     pub fn status(&self) -> AgentStatus {
-        let mut st = lock(&self.status).clone();
-        // The rate over the time since the last sample (at least a
-        // second ago; else the last rate).
-        let mut s = lock(&self.sampled);
-        let (now, sent) = (Instant::now(), self.pace.sent());
-        let dt = now.duration_since(s.0);
-        if dt >= Duration::from_secs(1) {
-            let rate = (sent.saturating_sub(s.1) as f64 / dt.as_secs_f64()) as u64;
-            *s = (now, sent, rate);
-        }
-        st.rate = s.2;
-        st
+        self.view.status()
+    }
+
+    /// A handle on the status for another thread (the health loop).
+    pub fn view(&self) -> AgentView {
+        self.view.clone()
     }
 
     /// Lets the queue drain for at most `drain`, sends the sessions'
@@ -209,6 +277,10 @@ struct Worker {
     sessions: BTreeMap<PathBuf, SessionSent>,
     /// The link as last looked at, and when.
     link: Option<(Instant, Link)>,
+    /// What is at the store.
+    ledger: Ledger,
+    /// Paused by the operator: who.
+    paused: Option<String>,
 }
 
 impl Worker {
@@ -228,7 +300,10 @@ impl Worker {
                     }
                 }
             }
-            let link = self.link();
+            let link = match &self.paused {
+                Some(who) => Link::Closed(format!("paused by {who}")),
+                None => self.link(),
+            };
             let now = Instant::now();
             let closed = matches!(link, Link::Closed(_));
             if finish_by.is_some_and(|t| self.queue.is_empty() || now >= t || closed) {
@@ -307,7 +382,70 @@ impl Worker {
                 }
                 self.publish_queue();
             }
+            Msg::Pause(who) => {
+                tracing::info!("offload: paused by {who}");
+                lock(&self.status).link = format!("paused by {who}");
+                self.paused = Some(who);
+            }
+            Msg::Resume(who) => {
+                if self.paused.take().is_some() {
+                    tracing::info!("offload: resumed by {who}");
+                }
+                // Looked at afresh, and shown.
+                self.link = None;
+            }
+            Msg::Retry(who) => {
+                let n = self.queue.retry_now(Instant::now());
+                tracing::info!("offload: {who} asked to try the {n} waiting file(s) now");
+            }
+            Msg::PickUp(root) => {
+                self.pick_up(&root);
+                self.publish_queue();
+            }
             Msg::Finish(t) => *finish_by = Some(t),
+        }
+    }
+
+    /// See [`Agent::pick_up`].
+    fn pick_up(&mut self, root: &Path) {
+        let now = Instant::now();
+        let (mut clips, mut segments) = (0, 0);
+        let events = root.join(crate::upload::EVENTS_DIR);
+        for dir in sorted_entries(&events, true) {
+            let files = sorted_entries(&dir, false);
+            if files.is_empty()
+                || files
+                    .iter()
+                    .any(|f| f.to_string_lossy().ends_with(".active"))
+            {
+                continue;
+            }
+            if self.ledger.has(&dir) {
+                continue;
+            }
+            let span = files_span(&files);
+            self.queue.clip(dir.clone(), dir_bytes(&dir), span, now);
+            clips += 1;
+        }
+        for dir in sorted_entries(root, true) {
+            if dir == events || !dir.join(METADATA).is_file() {
+                continue;
+            }
+            for f in sorted_entries(&dir, false) {
+                if f.extension().is_none_or(|e| e != "mcap") || self.ledger.has(&f) {
+                    continue;
+                }
+                let bytes = std::fs::metadata(&f).map(|m| m.len()).unwrap_or(0);
+                let span = files_span(std::slice::from_ref(&f));
+                self.queue.segment(f, bytes, span, now);
+                segments += 1;
+            }
+        }
+        if clips + segments > 0 {
+            tracing::info!(
+                "offload: {clips} event clip(s) and {segments} segment(s) of earlier runs not at \
+                 the store yet: queued"
+            );
         }
     }
 
@@ -386,6 +524,7 @@ impl Worker {
             .upload(&f, &|_| {})
             .map_err(|e| e.to_string())?;
         tracing::info!("offload: {} -> {}", path.display(), f.key);
+        self.ledger.record(path, f.size, &f.key);
         {
             let mut st = lock(&self.status);
             st.sent += 1;
@@ -420,6 +559,8 @@ impl Worker {
             Some(e) => Err(e),
             None => {
                 tracing::info!("offload: event clip {} sent", dir.display());
+                let (key, _) = upload::key_in_session(dir, MANIFEST, &self.settings);
+                self.ledger.record(dir, dir_bytes(dir), &key);
                 let mut st = lock(&self.status);
                 st.clips += 1;
                 st.manifests += report.manifests;
@@ -482,6 +623,32 @@ impl Worker {
         st.failures += 1;
         st.last_error = Some(format!("{}: {e}", path.display()));
     }
+}
+
+/// The directories (`dirs`) or the files directly in `dir`, by name.
+fn sorted_entries(dir: &Path, dirs: bool) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok())
+                .filter(|e| {
+                    e.file_type()
+                        .is_ok_and(|t| if dirs { t.is_dir() } else { t.is_file() })
+                })
+                .map(|e| e.path())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// The log time the MCAP files among `files` cover, from their summaries.
+fn files_span(files: &[PathBuf]) -> Option<Span> {
+    let ranges: Vec<(u64, u64)> = files.iter().filter_map(|f| segment_stats(f)?.1).collect();
+    Some(Span {
+        start_ns: ranges.iter().map(|r| r.0).min()?,
+        end_ns: ranges.iter().map(|r| r.1).max()?,
+    })
 }
 
 /// The bytes of the files directly in `dir`.

@@ -5,6 +5,7 @@
 //!
 //! - [`agent`]: inside `edgerec run`, the files the recorder closes,
 //!   queued and sent as it goes on;
+//! - [`ledger`]: what is at the store, for retention and restarts;
 //! - [`queue`]: what goes first (event clips, then the segments an event
 //!   overlaps, then the rest);
 //! - [`command`]: the `upload` command both binaries run;
@@ -44,6 +45,7 @@ pub mod credentials;
 pub mod error;
 pub mod journal;
 pub mod key;
+pub mod ledger;
 pub mod link;
 pub mod manifest;
 pub mod pace;

@@ -141,6 +141,9 @@ impl Queue {
     /// A segment closed: queued in its class, or held back (events only,
     /// no window overlaps it).
     pub fn segment(&mut self, path: PathBuf, bytes: u64, span: Option<Span>, now: Instant) {
+        if self.knows(&path) {
+            return;
+        }
         let mut e = self.entry(path, false, bytes, span, now);
         e.class = self.class_of(span);
         if e.class == Class::Rest && self.select == Select::Events {
@@ -159,6 +162,9 @@ impl Queue {
     pub fn clip(&mut self, dir: PathBuf, bytes: u64, span: Option<Span>, now: Instant) {
         if let Some(s) = span {
             self.window(dir.clone(), s);
+        }
+        if self.knows(&dir) {
+            return;
         }
         let mut e = self.entry(dir, true, bytes, span, now);
         e.class = Class::Clip;
@@ -222,6 +228,14 @@ impl Queue {
         self.items.push(e);
     }
 
+    /// Makes every queued entry due now; how many there are.
+    pub fn retry_now(&mut self, now: Instant) -> usize {
+        for e in &mut self.items {
+            e.not_before = e.not_before.min(now);
+        }
+        self.items.len()
+    }
+
     /// When the next entry of a class up to `upto` is due, if any waits.
     pub fn next_due(&self, upto: Class) -> Option<Instant> {
         self.items
@@ -267,6 +281,15 @@ impl Queue {
             l.oldest = l.oldest.max(now.saturating_duration_since(e.since));
         }
         out
+    }
+
+    /// Whether `path` is queued or held already (announced twice: a
+    /// file recovered at start-up and picked up from disk).
+    fn knows(&self, path: &Path) -> bool {
+        self.items
+            .iter()
+            .chain(self.held.iter())
+            .any(|e| e.path == path)
     }
 
     fn class_of(&self, span: Option<Span>) -> Class {

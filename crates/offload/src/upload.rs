@@ -40,6 +40,9 @@ pub const MAX_PARTS: u64 = 10_000;
 /// The file that says a bag directory is complete: sent last.
 pub const METADATA: &str = "metadata.yaml";
 
+/// The directory under the recordings root that holds event clips.
+pub const EVENTS_DIR: &str = "events";
+
 /// One file to send and where.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PlannedFile {

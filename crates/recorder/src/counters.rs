@@ -21,6 +21,11 @@ pub(crate) struct PipelineCounters {
     pub(crate) disk_full: Mutex<Option<String>>,
     /// The segment being written.
     pub(crate) segment: Mutex<PathBuf>,
+    /// Segments and clips retention deleted before offload sent them.
+    pub(crate) deleted_unsent: AtomicU64,
+    /// Segments and clips retention deleted because they were at the
+    /// store.
+    pub(crate) deleted_sent: AtomicU64,
     pub(crate) stopping: AtomicBool,
     /// The operator asked for a split (`edgerec ctl split`, rosbag2's
     /// `~/split_bagfile`); the sequencer takes it.

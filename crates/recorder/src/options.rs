@@ -73,6 +73,10 @@ pub struct Watch {
     /// grows, from the recorder's own threads: it must hand it on and
     /// return (offload queues it; the recorder never waits on offload).
     pub on_announce: Option<AnnounceFn>,
+    /// What offload has at the store, for retention (what was sent goes
+    /// first; each file deleted before it was sent is counted); `None`
+    /// with offload off.
+    pub offload: Option<crate::retention::OffloadAware>,
     /// Test builds only: switches that make a stage hang or panic.
     #[cfg(feature = "fault-injection")]
     pub faults: Option<Arc<crate::stage::FaultSwitch>>,
@@ -142,6 +146,7 @@ impl std::fmt::Debug for Watch {
             .field("deadline", &self.deadline)
             .field("segment_metadata", &self.segment_metadata.is_some())
             .field("on_announce", &self.on_announce.is_some())
+            .field("offload", &self.offload)
             .finish()
     }
 }

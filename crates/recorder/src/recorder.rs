@@ -184,6 +184,8 @@ impl StatusHandle {
                     .map(|d| format!("stage {} died: {}", d.stage, d.message))
             }),
             disk_full,
+            deleted_unsent: self.counters.deleted_unsent.load(Ordering::Relaxed),
+            deleted_sent: self.counters.deleted_sent.load(Ordering::Relaxed),
             channels: self
                 .intake
                 .table()
@@ -377,10 +379,14 @@ impl Recorder {
         )?;
 
         let retention = opts.retention.map(|p| {
-            crate::retention::Retention::new(&opts.root, p).with_write_ahead(
+            let r = crate::retention::Retention::new(&opts.root, p).with_write_ahead(
                 opts.storage.preallocate
                     + (opts.storage.queue_depth * opts.storage.block_size) as u64,
-            )
+            );
+            match &opts.watch.offload {
+                Some(o) => r.with_offload(o.clone()),
+                None => r,
+            }
         });
         let sequencer = Sequencer {
             rx: sealed_rx,

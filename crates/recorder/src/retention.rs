@@ -103,6 +103,36 @@ impl From<&edgerec_config::RetentionConfig> for RetentionPolicy {
     }
 }
 
+/// Whether offload has the file or clip directory at `path` at the store
+/// (the binary wires it to offload's ledger; the recorder does not depend
+/// on offload).
+pub type UploadedFn = std::sync::Arc<dyn Fn(&Path) -> bool + Send + Sync>;
+
+/// How retention treats what offload has and has not sent.
+#[derive(Clone)]
+pub struct OffloadAware {
+    /// What is at the store.
+    pub uploaded: UploadedFn,
+    /// Delete a closed segment or clip once it is at the store (else it
+    /// stays until room is needed, and goes before anything not sent).
+    pub delete_after_upload: bool,
+    /// Never delete an event clip that is not at the store.
+    pub keep_unsent_clips: bool,
+}
+
+impl std::fmt::Debug for OffloadAware {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OffloadAware")
+            .field("delete_after_upload", &self.delete_after_upload)
+            .field("keep_unsent_clips", &self.keep_unsent_clips)
+            .finish()
+    }
+}
+
+/// How often, at most, files already at the store are looked for and
+/// deleted (`delete_after_upload`).
+pub const FREE_SENT_EVERY: Duration = Duration::from_secs(1);
+
 /// What [`Retention::make_room`] decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[must_use]
@@ -165,6 +195,12 @@ pub struct RetentionStatus {
     pub deleted_segments: u64,
     /// Their bytes.
     pub deleted_bytes: u64,
+    /// Segments and clips deleted before offload sent them (with
+    /// offload on): data that never reached the store.
+    pub deleted_unsent: u64,
+    /// Segments and clips deleted because they were at the store
+    /// (`delete_after_upload`).
+    pub deleted_sent: u64,
     /// Why the last call said pause; `None` when it said proceed.
     pub paused: Option<String>,
     /// The last error met on the way (a failed deletion or metadata
@@ -452,6 +488,10 @@ pub struct Retention {
     deleted_segments: u64,
     deleted_clips: u64,
     deleted_bytes: u64,
+    deleted_unsent: u64,
+    deleted_sent: u64,
+    offload: Option<OffloadAware>,
+    freed_at: Option<Instant>,
     fs_samples: u64,
     scans: u64,
     paused: Option<String>,
@@ -483,6 +523,10 @@ impl Retention {
             deleted_segments: 0,
             deleted_clips: 0,
             deleted_bytes: 0,
+            deleted_unsent: 0,
+            deleted_sent: 0,
+            offload: None,
+            freed_at: None,
             fs_samples: 0,
             scans: 0,
             paused: None,
@@ -498,6 +542,15 @@ impl Retention {
     /// without preallocation.
     pub fn with_write_ahead(mut self, bytes: u64) -> Self {
         self.write_ahead = bytes;
+        self
+    }
+
+    /// Retention that knows what offload sent: what is at the store goes
+    /// first (or at once, `delete_after_upload`), an event clip not sent
+    /// is kept (`keep_unsent_clips`), and each file deleted before it was
+    /// sent is counted and logged.
+    pub fn with_offload(mut self, offload: OffloadAware) -> Self {
+        self.offload = Some(offload);
         self
     }
 
@@ -549,9 +602,13 @@ impl Retention {
 
         let mut deleted = Vec::new();
         let mut touched: BTreeSet<PathBuf> = BTreeSet::new();
+        let freed = self.free_sent(active, now, &mut deleted, &mut touched);
         // Errors leave the loop by value, not by `?`, so that what was
         // deleted before still gets its metadata.yaml rewritten.
         let verdict = loop {
+            if freed.is_err() {
+                break freed.map(|()| None);
+            }
             let short = self.shortfall(upcoming);
             if short.free == 0 && short.total == 0 {
                 break Ok(None);
@@ -592,56 +649,8 @@ impl Retention {
                 }
                 continue;
             };
-            let Some(mut seg) = self.segments.remove(&key) else {
-                continue;
-            };
-            // The trigger issue may protect a segment at any moment; look
-            // again right before unlinking.
-            if marker(&seg.path).exists() {
-                seg.protected = true;
-                self.segments.insert(key, seg);
-                continue;
-            }
-            match fs::remove_file(&seg.path) {
-                Ok(()) => {
-                    tracing::info!(
-                        "retention: deleted {} ({})",
-                        seg.path.display(),
-                        human_bytes(seg.bytes)
-                    );
-                    self.deleted_segments += 1;
-                    self.deleted_bytes += seg.bytes;
-                    self.removed += seg.bytes;
-                    self.run_rank.remove(&seg.path);
-                    if let Some(dir) = seg.path.parent() {
-                        touched.insert(dir.to_path_buf());
-                    }
-                    deleted.push(seg.path);
-                    // Measure what the deletion freed instead of assuming:
-                    // a file someone still holds open frees nothing yet.
-                    if let Err(e) = self.sample_fs(now) {
-                        break Err(e);
-                    }
-                }
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                    // Gone already (removed by someone else): its space is
-                    // in the next sample; the list is stale.
-                    self.removed += seg.bytes;
-                    self.rescan = true;
-                    if let Err(e) = self.sample_fs(now) {
-                        break Err(e);
-                    }
-                }
-                Err(e) => {
-                    let err = RetentionError::Delete {
-                        path: seg.path.clone(),
-                        source: e,
-                    };
-                    tracing::warn!("retention: {err}; trying the next oldest");
-                    self.last_error = Some(err.to_string());
-                    self.failed.insert(seg.path, now);
-                    self.rescan = true;
-                }
+            if let Err(e) = self.delete_segment(key, now, &mut deleted, &mut touched) {
+                break Err(e);
             }
         };
 
@@ -666,6 +675,129 @@ impl Retention {
                 Ok(Room::Pause { reason, deleted })
             }
         }
+    }
+
+    /// Deletes the closed segment `key` (unless a marker protects it
+    /// now), counting it; one it cannot delete is skipped for
+    /// [`RETRY_FAILED_AFTER`].
+    fn delete_segment(
+        &mut self,
+        key: OrderKey,
+        now: Instant,
+        deleted: &mut Vec<PathBuf>,
+        touched: &mut BTreeSet<PathBuf>,
+    ) -> Result<(), RetentionError> {
+        let Some(mut seg) = self.segments.remove(&key) else {
+            return Ok(());
+        };
+        // The trigger issue may protect a segment at any moment; look
+        // again right before unlinking.
+        if marker(&seg.path).exists() {
+            seg.protected = true;
+            self.segments.insert(key, seg);
+            return Ok(());
+        }
+        let sent = self.offload.as_ref().map(|o| (o.uploaded)(&seg.path));
+        match fs::remove_file(&seg.path) {
+            Ok(()) => {
+                tracing::info!(
+                    "retention: deleted {} ({}{})",
+                    seg.path.display(),
+                    human_bytes(seg.bytes),
+                    match sent {
+                        Some(true) => ", at the store",
+                        _ => "",
+                    }
+                );
+                self.deleted_segments += 1;
+                self.deleted_bytes += seg.bytes;
+                self.removed += seg.bytes;
+                self.count_unsent(&seg.path, sent);
+                self.run_rank.remove(&seg.path);
+                if let Some(dir) = seg.path.parent() {
+                    touched.insert(dir.to_path_buf());
+                }
+                deleted.push(seg.path);
+                // Measure what the deletion freed instead of assuming: a
+                // file someone still holds open frees nothing yet.
+                self.sample_fs(now)?;
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                // Gone already (removed by someone else): its space is in
+                // the next sample; the list is stale.
+                self.removed += seg.bytes;
+                self.rescan = true;
+                self.sample_fs(now)?;
+            }
+            Err(e) => {
+                let err = RetentionError::Delete {
+                    path: seg.path.clone(),
+                    source: e,
+                };
+                tracing::warn!("retention: {err}; trying the next oldest");
+                self.last_error = Some(err.to_string());
+                self.failed.insert(seg.path, now);
+                self.rescan = true;
+            }
+        }
+        Ok(())
+    }
+
+    /// A deletion of `path` whose store state was `sent` (None: offload
+    /// off): one not sent is counted and said, never silently.
+    fn count_unsent(&mut self, path: &Path, sent: Option<bool>) {
+        match sent {
+            Some(false) => {
+                self.deleted_unsent += 1;
+                tracing::warn!(
+                    "retention: {} was deleted before offload sent it ({} so far): it never \
+                     reached the store",
+                    path.display(),
+                    self.deleted_unsent
+                );
+            }
+            Some(true) => self.deleted_sent += 1,
+            None => {}
+        }
+    }
+
+    /// `delete_after_upload`: deletes the closed segments (not protected,
+    /// not active) and the finished clips offload has at the store, at
+    /// most every [`FREE_SENT_EVERY`].
+    fn free_sent(
+        &mut self,
+        active: &Path,
+        now: Instant,
+        deleted: &mut Vec<PathBuf>,
+        touched: &mut BTreeSet<PathBuf>,
+    ) -> Result<(), RetentionError> {
+        let Some(o) = self.offload.clone() else {
+            return Ok(());
+        };
+        if !o.delete_after_upload || since(self.freed_at, now) < FREE_SENT_EVERY {
+            return Ok(());
+        }
+        self.freed_at = Some(now);
+        let sent: Vec<OrderKey> = self
+            .segments
+            .iter()
+            .filter(|(_, s)| self.may_delete(s, active, now) && (o.uploaded)(&s.path))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in sent {
+            self.delete_segment(key, now, deleted, touched)?;
+        }
+        while let Some(i) = self
+            .clips
+            .iter()
+            .position(|c| !c.active && (o.uploaded)(&c.dir))
+        {
+            match self.delete_clip(i, now, |c| !c.active)? {
+                ClipDeletion::Deleted(dir) => deleted.push(dir),
+                ClipDeletion::Skipped | ClipDeletion::NoneLeft => break,
+            }
+        }
+        Ok(())
     }
 
     /// Tells retention that a segment was closed at `path` (its final
@@ -722,7 +854,11 @@ impl Retention {
             .policy
             .clip_keep
             .is_some_and(|keep| wall.saturating_sub(c.newest_ns) >= keep.as_nanos() as i128);
-        !c.active && old_enough
+        let sent_or_may_go = self
+            .offload
+            .as_ref()
+            .is_none_or(|o| !o.keep_unsent_clips || (o.uploaded)(&c.dir));
+        !c.active && old_enough && sent_or_may_go
     }
 
     fn deletable_clips(&self, wall: i128) -> (usize, u64) {
@@ -741,10 +877,29 @@ impl Retention {
         let Some(i) = self.clips.iter().position(|c| self.clip_deletable(c, wall)) else {
             return Ok(ClipDeletion::NoneLeft);
         };
+        self.delete_clip_checked(i, now, |r, c| r.clip_deletable(c, wall))
+    }
+
+    /// Deletes the clip `i` when `may` still holds of it listed again.
+    fn delete_clip(
+        &mut self,
+        i: usize,
+        now: Instant,
+        may: impl Fn(&EventClip) -> bool,
+    ) -> Result<ClipDeletion, RetentionError> {
+        self.delete_clip_checked(i, now, |_, c| may(c))
+    }
+
+    fn delete_clip_checked(
+        &mut self,
+        i: usize,
+        now: Instant,
+        may: impl Fn(&Retention, &EventClip) -> bool,
+    ) -> Result<ClipDeletion, RetentionError> {
         // Look again right before deleting, as for a segment's marker: a
         // trigger may have started writing into it since the scan.
         match scan_clip_again(&self.clips[i].dir) {
-            Some(fresh) if !self.clip_deletable(&fresh, wall) => {
+            Some(fresh) if !may(self, &fresh) => {
                 self.clips[i] = fresh;
                 return Ok(ClipDeletion::Skipped);
             }
@@ -752,16 +907,22 @@ impl Retention {
             None => {}
         }
         let clip = self.clips.remove(i);
+        let sent = self.offload.as_ref().map(|o| (o.uploaded)(&clip.dir));
         match fs::remove_dir_all(&clip.dir) {
             Ok(()) => {
                 tracing::info!(
-                    "retention: deleted the event clip {} ({})",
+                    "retention: deleted the event clip {} ({}{})",
                     clip.dir.display(),
-                    human_bytes(clip.bytes)
+                    human_bytes(clip.bytes),
+                    match sent {
+                        Some(true) => ", at the store",
+                        _ => "",
+                    }
                 );
                 self.deleted_clips += 1;
                 self.deleted_bytes += clip.bytes;
                 self.removed += clip.bytes;
+                self.count_unsent(&clip.dir, sent);
                 let events = self.root.join(EVENTS_DIR);
                 if let Err(e) = edgerec_format::bag::sync_dir(&events) {
                     tracing::warn!("retention: fsync {}: {e}", events.display());
@@ -810,6 +971,8 @@ impl Retention {
             deleted_clips: self.deleted_clips,
             deleted_segments: self.deleted_segments,
             deleted_bytes: self.deleted_bytes,
+            deleted_unsent: self.deleted_unsent,
+            deleted_sent: self.deleted_sent,
             paused: self.paused.clone(),
             last_error: self.last_error.clone(),
             fs_samples: self.fs_samples,
@@ -859,11 +1022,23 @@ impl Retention {
             .fold((0, 0), |(n, b), s| (n + 1, b + s.bytes))
     }
 
+    /// The oldest segment that may be deleted; with offload, the oldest
+    /// of those at the store first.
     fn oldest_deletable(&self, active: &Path, now: Instant) -> Option<OrderKey> {
-        self.segments
-            .iter()
-            .find(|(_, s)| self.may_delete(s, active, now))
-            .map(|(k, _)| k.clone())
+        let mut first = None;
+        for (k, s) in &self.segments {
+            if !self.may_delete(s, active, now) {
+                continue;
+            }
+            let Some(o) = &self.offload else {
+                return Some(k.clone());
+            };
+            if (o.uploaded)(&s.path) {
+                return Some(k.clone());
+            }
+            first.get_or_insert(k);
+        }
+        first.cloned()
     }
 
     fn pause_reason(
@@ -904,9 +1079,23 @@ impl Retention {
             .iter()
             .filter(|c| !self.clip_deletable(c, wall))
             .collect();
+        let unsent = self.offload.as_ref().map_or(0, |o| {
+            if o.keep_unsent_clips {
+                kept.iter().filter(|c| !(o.uploaded)(&c.dir)).count()
+            } else {
+                0
+            }
+        });
         let why = if count == 0 && !kept.is_empty() {
+            let by = if unsent > 0 {
+                format!(
+                    "triggers.keep or offload.keep_unsent_clips ({unsent} not at the store yet)"
+                )
+            } else {
+                "triggers.keep".to_owned()
+            };
             format!(
-                "nothing left to delete: only event clips kept by triggers.keep remain \
+                "nothing left to delete: only event clips kept by {by} remain \
                  ({} clips, {}; {protected} protected closed segments)",
                 kept.len(),
                 human_bytes(kept.iter().map(|c| c.bytes).sum())

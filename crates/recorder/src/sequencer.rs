@@ -566,6 +566,15 @@ impl Sequencer {
         for p in &deleted {
             tracing::info!("retention deleted {}", p.display());
         }
+        if !deleted.is_empty() {
+            let st = ret.status();
+            self.counters
+                .deleted_unsent
+                .store(st.deleted_unsent, Ordering::Relaxed);
+            self.counters
+                .deleted_sent
+                .store(st.deleted_sent, Ordering::Relaxed);
+        }
         let mut full = lock(&self.counters.disk_full);
         match (ok, reason) {
             (true, _) => {

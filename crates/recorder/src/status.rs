@@ -92,6 +92,12 @@ pub struct RecorderStatus {
     pub fault: Option<String>,
     /// Why recording is paused for space, when state is DiskFull.
     pub disk_full: Option<String>,
+    /// Segments and clips retention deleted before offload sent them
+    /// (offload on): data that never reached the store.
+    pub deleted_unsent: u64,
+    /// Segments and clips retention deleted because they were at the
+    /// store.
+    pub deleted_sent: u64,
     /// Per channel.
     pub channels: Vec<ChannelStatus>,
     /// Per source, from the supervisor.

@@ -11,7 +11,10 @@
 //! recording of 3x the file system's size never takes free space (measured
 //! with statvfs after every write) below the floor, deletes strictly
 //! oldest first, keeps the newest, pauses when everything left is
-//! protected and resumes as soon as space returns. Mounting needs root;
+//! protected and resumes as soon as space returns. With offload, what is
+//! at the store goes first (or at once, `delete_after_upload`), a clip
+//! not at the store is kept unless allowed, and each deletion of a file
+//! not sent is counted. Mounting needs root;
 //! where it is refused the test says why and skips.
 
 use std::collections::BTreeMap;
@@ -24,7 +27,8 @@ use edgerec_format::chunk::{ChunkBuilder, ChunkCompressor, Compression, SealedCh
 use edgerec_format::records::{Channel, Schema};
 use edgerec_format::writer::{McapWriter, PROFILE_ROS2};
 use edgerec_recorder::retention::{
-    Retention, RetentionError, RetentionPolicy, Room, FS_SAMPLE_EVERY, SLACK,
+    OffloadAware, Retention, RetentionError, RetentionPolicy, Room, FREE_SENT_EVERY,
+    FS_SAMPLE_EVERY, RESCAN_EVERY, SLACK,
 };
 
 const KIB: u64 = 1024;
@@ -1014,4 +1018,147 @@ fn an_active_clip_is_never_deleted() {
         reason.contains("only event clips kept by triggers.keep remain (1 clips, "),
         "{reason}"
     );
+}
+
+// ---------------------------------------------------------------------------
+// With offload: what is at the store goes first
+// ---------------------------------------------------------------------------
+
+/// Retention told that `sent` (paths) are at the store.
+fn with_sent(
+    r: Retention,
+    sent: &std::sync::Arc<std::sync::Mutex<Vec<PathBuf>>>,
+    delete_after_upload: bool,
+    keep_unsent_clips: bool,
+) -> Retention {
+    let sent = sent.clone();
+    r.with_offload(OffloadAware {
+        uploaded: std::sync::Arc::new(move |p: &Path| sent.lock().unwrap().iter().any(|s| s == p)),
+        delete_after_upload,
+        keep_unsent_clips,
+    })
+}
+
+#[test]
+fn segments_at_the_store_go_first_and_each_unsent_deletion_is_counted() {
+    let l = layout();
+    let cap = disk_total(&l.root);
+    // B_2 and C_0 are at the store; A_0..A_2 (older) are not.
+    let sent = std::sync::Arc::new(std::sync::Mutex::new(vec![
+        l.segs[5].0.clone(),
+        l.segs[6].0.clone(),
+    ]));
+    let mut r = with_sent(Retention::new(&l.root, cap_only(cap)), &sent, false, true);
+    assert!(proceed(r.make_room(0, &l.active).unwrap()).is_empty());
+    let up = upcoming_to_delete(&r, cap, &[l.segs[5].1, l.segs[6].1]);
+    let deleted = proceed(r.make_room(up, &l.active).unwrap());
+    assert_eq!(deleted, [l.segs[5].0.clone(), l.segs[6].0.clone()]);
+    append(&l.active, up);
+    let st = r.status();
+    assert_eq!((st.deleted_sent, st.deleted_unsent), (2, 0));
+    // Then the oldest of those not sent, counted as lost to the store.
+    let up = upcoming_to_delete(&r, cap, &[l.segs[0].1]);
+    let deleted = proceed(r.make_room(up, &l.active).unwrap());
+    assert_eq!(deleted, [l.segs[0].0.clone()]);
+    let st = r.status();
+    assert_eq!((st.deleted_sent, st.deleted_unsent), (2, 1));
+}
+
+#[test]
+fn delete_after_upload_frees_what_is_at_the_store_without_pressure() {
+    let l = layout();
+    let cap = disk_total(&l.root) * 10;
+    let sent = std::sync::Arc::new(std::sync::Mutex::new(vec![]));
+    let mut r = with_sent(Retention::new(&l.root, cap_only(cap)), &sent, true, true);
+    assert!(proceed(r.make_room(0, &l.active).unwrap()).is_empty());
+    // A_1 reaches the store, and so does B_0 (protected: kept) and the
+    // active segment's session (not a segment: nothing).
+    sent.lock()
+        .unwrap()
+        .extend([l.segs[1].0.clone(), l.segs[3].0.clone(), l.active.clone()]);
+    std::thread::sleep(FREE_SENT_EVERY);
+    let deleted = proceed(r.make_room(0, &l.active).unwrap());
+    assert_eq!(deleted, [l.segs[1].0.clone()]);
+    assert!(l.segs[3].0.exists() && l.active.exists());
+    assert_eq!(
+        names_in_metadata(&l.dirs[0]),
+        [file_name(&l.segs[0].0), file_name(&l.segs[2].0)]
+    );
+    assert_eq!(r.status().deleted_sent, 1);
+    // A clip at the store goes too, an unfinished one never.
+    let (done, _) = clip(
+        &l.root,
+        "brake_20260101T000000Z",
+        KIB,
+        SystemTime::now(),
+        false,
+    );
+    let (open, _) = clip(
+        &l.root,
+        "brake_20260102T000000Z",
+        KIB,
+        SystemTime::now(),
+        true,
+    );
+    sent.lock().unwrap().extend([done.clone(), open.clone()]);
+    // Seen at the next scan (the cap makes one every RESCAN_EVERY).
+    std::thread::sleep(RESCAN_EVERY.max(FREE_SENT_EVERY));
+    let deleted = proceed(r.make_room(0, &l.active).unwrap());
+    assert_eq!(deleted, std::slice::from_ref(&done));
+    assert!(!done.exists() && open.exists());
+}
+
+#[test]
+fn a_clip_not_at_the_store_is_kept_and_the_pause_says_why() {
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("recordings");
+    fs::create_dir(&root).unwrap();
+    let (a, a_bytes) = clip(
+        &root,
+        "brake_20250101T000000Z",
+        64 * KIB,
+        clip_mtime(5 * HOUR),
+        false,
+    );
+    let (b, b_bytes) = clip(
+        &root,
+        "brake_20250102T000000Z",
+        32 * KIB,
+        clip_mtime(4 * HOUR),
+        false,
+    );
+    let active = root.join("rec_20260601T000000Z/rec_20260601T000000Z_0.mcap.active");
+    let cap = a_bytes + b_bytes;
+    let sent = std::sync::Arc::new(std::sync::Mutex::new(vec![b.clone()]));
+    let mut r = with_sent(
+        Retention::new(&root, keep(cap, Some(HOUR))),
+        &sent,
+        false,
+        true,
+    );
+    // Only b may go (a is older but not at the store).
+    assert_eq!(
+        proceed(r.make_room(KIB, &active).unwrap()),
+        std::slice::from_ref(&b)
+    );
+    let reason = pause_reason(r.make_room(cap, &active).unwrap());
+    assert!(
+        reason.contains(
+            "kept by triggers.keep or offload.keep_unsent_clips (1 not at the store yet)"
+        ),
+        "{reason}"
+    );
+    assert!(a.exists());
+    // Allowed: it goes, and is counted as never sent.
+    let mut r = with_sent(
+        Retention::new(&root, keep(cap, Some(HOUR))),
+        &sent,
+        false,
+        false,
+    );
+    assert_eq!(
+        proceed(r.make_room(cap - b_bytes, &active).unwrap()),
+        std::slice::from_ref(&a)
+    );
+    assert_eq!(r.status().deleted_unsent, 1);
 }

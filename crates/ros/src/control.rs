@@ -1,5 +1,6 @@
 //! The commands an operator gives a running recorder: pause, resume,
-//! split, is-paused and trigger. One model serves both ways in: the ROS 2
+//! split, is-paused, trigger, and offload's status, pause, resume and
+//! retry (the control socket only). One model serves both ways in: the ROS 2
 //! services ([`crate::services`]: rosbag2's `~/pause`, `~/resume`,
 //! `~/is_paused`, `~/split_bagfile` and edgerec's `~/trigger`) and the
 //! local control socket that `edgerec ctl` talks to. Its text form is what
@@ -7,6 +8,7 @@
 //!
 //! ```text
 //! pause | resume | split | is-paused | trigger [--name NAME] [--reason TEXT]
+//! offload-status | offload-pause | offload-resume | offload-retry
 //! ```
 //!
 //! `--name` names the event clip (letters, digits, `_`, `-`); `--reason`
@@ -51,10 +53,36 @@ pub enum Command {
         /// holds a line break, nor white space at either end.
         reason: String,
     },
+    /// Offload to the fleet's store: its status, or pause, resume or
+    /// retry it (`edgerec offload VERB`; control socket only).
+    Offload(OffloadVerb),
+}
+
+/// What `edgerec offload` asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum OffloadVerb {
+    /// The queue, the rate and the link, as JSON.
+    Status,
+    /// Stop sending after the request in flight.
+    Pause,
+    /// Send again.
+    Resume,
+    /// Try every waiting file now.
+    Retry,
 }
 
 /// The words of the text form, in the order `edgerec ctl --help` lists them.
-pub const VERBS: [&str; 5] = ["pause", "resume", "split", "is-paused", "trigger"];
+pub const VERBS: [&str; 9] = [
+    "pause",
+    "resume",
+    "split",
+    "is-paused",
+    "trigger",
+    "offload-status",
+    "offload-pause",
+    "offload-resume",
+    "offload-retry",
+];
 
 /// Why a command's text was not understood.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -96,6 +124,10 @@ impl Command {
             Command::IsPaused => "is-paused",
             Command::Split => "split",
             Command::Trigger { .. } => "trigger",
+            Command::Offload(OffloadVerb::Status) => "offload-status",
+            Command::Offload(OffloadVerb::Pause) => "offload-pause",
+            Command::Offload(OffloadVerb::Resume) => "offload-resume",
+            Command::Offload(OffloadVerb::Retry) => "offload-retry",
         }
     }
 
@@ -184,6 +216,10 @@ fn parse_verb(word: &str) -> Result<Command, ControlError> {
             name: String::new(),
             reason: String::new(),
         },
+        "offload-status" => Command::Offload(OffloadVerb::Status),
+        "offload-pause" => Command::Offload(OffloadVerb::Pause),
+        "offload-resume" => Command::Offload(OffloadVerb::Resume),
+        "offload-retry" => Command::Offload(OffloadVerb::Retry),
         "" => return Err(ControlError::Empty),
         _ => {
             return Err(ControlError::UnknownCommand {
@@ -330,6 +366,10 @@ mod tests {
             Command::Split,
             Command::IsPaused,
             trigger(""),
+            Command::Offload(OffloadVerb::Status),
+            Command::Offload(OffloadVerb::Pause),
+            Command::Offload(OffloadVerb::Resume),
+            Command::Offload(OffloadVerb::Retry),
         ];
         for (verb, c) in VERBS.iter().zip(&all) {
             assert_eq!(verb.parse::<Command>().unwrap(), *c);
@@ -476,6 +516,12 @@ pub trait Controls: Send + Sync {
     /// Mark an event whose clip is called `name` (empty: `ctl`); `Err`
     /// says why it was not taken.
     fn trigger(&self, name: &str, reason: &str) -> Result<String, String>;
+    /// Offload's status (JSON), or pause, resume or retry it as `who`
+    /// asked; `Err` when offload is off.
+    fn offload(&self, verb: OffloadVerb, who: &str) -> Result<String, String> {
+        let _ = (verb, who);
+        Err("offload is off: set offload.upload = \"all\" or \"events\"".to_owned())
+    }
 }
 
 /// The controls, set once the recorder runs (the ROS source starts
@@ -549,6 +595,11 @@ impl Reply {
 
 /// Carries out `cmd` on `c`.
 pub fn execute(c: &dyn Controls, cmd: &Command) -> Reply {
+    execute_as(c, cmd, "an unnamed requester")
+}
+
+/// [`execute`], saying who asked (the offload commands log it).
+pub fn execute_as(c: &dyn Controls, cmd: &Command, who: &str) -> Reply {
     let (ok, message) = match cmd {
         Command::Pause => {
             c.pause();
@@ -570,6 +621,10 @@ pub fn execute(c: &dyn Controls, cmd: &Command) -> Reply {
             )
         }
         Command::Trigger { name, reason } => match c.trigger(name, reason) {
+            Ok(m) => (true, m),
+            Err(m) => (false, m),
+        },
+        Command::Offload(v) => match c.offload(*v, who) {
             Ok(m) => (true, m),
             Err(m) => (false, m),
         },
@@ -601,7 +656,7 @@ pub fn execute_in(slot: &ControlSlot, cmd: &Command, who: &Requester) -> Reply {
             };
         }
     }
-    execute(c.as_ref(), cmd)
+    execute_as(c.as_ref(), cmd, &who.to_string())
 }
 
 #[cfg(test)]

@@ -160,6 +160,8 @@ fn defaults_are_the_documented_values() {
             windows: Vec::new(),
             interfaces: Vec::new(),
             metered_interfaces: Vec::new(),
+            delete_after_upload: false,
+            keep_unsent_clips: true,
             drain_on_stop: Duration::from_secs(30),
             journal_dir: PathBuf::from("/data/edgerec/offload-journal"),
         },

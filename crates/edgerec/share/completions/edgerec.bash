@@ -49,6 +49,9 @@ _edgerec() {
             edgerec,man)
                 cmd="edgerec__subcmd__man"
                 ;;
+            edgerec,offload)
+                cmd="edgerec__subcmd__offload"
+                ;;
             edgerec,record)
                 cmd="edgerec__subcmd__record"
                 ;;
@@ -133,6 +136,9 @@ _edgerec() {
             edgerec__subcmd__help,man)
                 cmd="edgerec__subcmd__help__subcmd__man"
                 ;;
+            edgerec__subcmd__help,offload)
+                cmd="edgerec__subcmd__help__subcmd__offload"
+                ;;
             edgerec__subcmd__help,record)
                 cmd="edgerec__subcmd__help__subcmd__record"
                 ;;
@@ -188,7 +194,7 @@ _edgerec() {
 
     case "${cmd}" in
         edgerec)
-            opts="-h -V --help --version run record info cat convert reindex export import check recover status leds upload ctl completions man version help"
+            opts="-h -V --help --version run record info cat convert reindex export import check recover status leds upload ctl offload completions man version help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -546,7 +552,7 @@ _edgerec() {
             return 0
             ;;
         edgerec__subcmd__help)
-            opts="run record info cat convert reindex export import check recover status leds upload ctl completions man version help"
+            opts="run record info cat convert reindex export import check recover status leds upload ctl offload completions man version help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -770,6 +776,20 @@ _edgerec() {
             return 0
             ;;
         edgerec__subcmd__help__subcmd__man)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        edgerec__subcmd__help__subcmd__offload)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
@@ -1007,6 +1027,32 @@ _edgerec() {
             fi
             case "${prev}" in
                 --dir)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        edgerec__subcmd__offload)
+            opts="-c -h --config --socket --help status pause resume retry"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --config)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                -c)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --socket)
                     COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
