@@ -86,6 +86,26 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def start_s3rver(s3rver: str, store: str):
+    """s3rver keeping its objects in `store`, with the bucket made: the
+    process (its own session) and its endpoint, once it answers."""
+    port = free_port()
+    endpoint = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen(
+        [s3rver, "-d", store, "-a", "127.0.0.1", "-p", str(port), "--silent",
+         "--configure-bucket", BUCKET],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            urllib.request.urlopen(endpoint + "/", timeout=2).read()
+            return server, endpoint
+        except Exception:
+            if time.monotonic() > deadline or server.poll() is not None:
+                sys.exit("s3rver did not answer within 30 s")
+            time.sleep(0.2)
+
+
 def timed(cmd, env=None):
     """Runs cmd; (wall seconds, child CPU seconds), or exits with its output."""
     before = os.times()
@@ -137,21 +157,7 @@ def main() -> int:
     try:
         store = os.path.join(work, "store")
         os.mkdir(store)
-        port = free_port()
-        endpoint = f"http://127.0.0.1:{port}"
-        server = subprocess.Popen(
-            [s3rver, "-d", store, "-a", "127.0.0.1", "-p", str(port), "--silent",
-             "--configure-bucket", BUCKET],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                urllib.request.urlopen(endpoint + "/", timeout=2).read()
-                break
-            except Exception:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    sys.exit("bench_upload: s3rver did not answer within 30 s")
-                time.sleep(0.2)
+        server, endpoint = start_s3rver(s3rver, store)
 
         bag = os.path.join(work, "bench_20261206T120000Z")
         os.mkdir(bag)

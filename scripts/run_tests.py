@@ -36,7 +36,7 @@ MEASURED = {
     "edgerec/trigger_flood": 21, "edgerec/ros_burst": 21,
     "edgerec-recorder/pipeline": 18, "edgerec/bus_udp": 17,
     "edgerec/supervision": 17, "edgerec-recorder/triggers": 17,
-    "edgerec/ros_record": 15, "edgerec/offload_run": 31, "edgerec/cli": 15,
+    "edgerec/ros_record": 15, "edgerec/offload_run": 90, "edgerec/cli": 15,
     "edgerec/ros_control": 14, "edgerec-clock/ptp4l_peer": 13,
     "edgerec/triggers_ros": 13, "edgerec/ros_hostile": 7, "edgerec-ros/dds_smoke": 7,
     "edgerec-format/recover": 7, "edgerec/export_video": 7, "edgerec-camera/stall": 6,

@@ -151,10 +151,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         probe.load_cert_chain(os.path.join(args.tls, "client.pem"), os.path.join(args.tls, "client.key"))
         scheme = "https"
     app = DomainDispatcherApplication(create_backend_app)
-    server = make_server("127.0.0.1", args.port, app, threaded=True,
+    server = make_server(args.host, args.port, app, threaded=True,
                          request_handler=MotoRequestHandler, ssl_context=ctx)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    url = f"{scheme}://127.0.0.1:{args.port}/"
+    url = f"{scheme}://{args.host}:{args.port}/"
     deadline = time.monotonic() + 30
     while True:
         try:
@@ -389,8 +389,10 @@ def cmd_put(args: argparse.Namespace) -> int:
 def main(argv=None) -> int:
     top = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = top.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("serve", help="moto's S3 server on 127.0.0.1:PORT")
+    p = sub.add_parser("serve", help="moto's S3 server on 127.0.0.1:PORT (or HOST:PORT)")
     p.add_argument("--port", type=int, required=True)
+    p.add_argument("--host", default="127.0.0.1",
+                   help="the address to listen on (a test's network namespace)")
     p.add_argument("--tls", metavar="DIR", help="serve HTTPS; the CA and certificates go in DIR")
     p.add_argument("--mutual", action="store_true", help="with --tls: require the client certificate")
     p.set_defaults(func=cmd_serve)

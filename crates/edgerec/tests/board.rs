@@ -1878,6 +1878,64 @@ fn the_unit_lets_the_bus_sources_open_their_sockets() {
     }
 }
 
+/// Offload on the appliance: what it reads and writes (the credentials,
+/// the CA and client certificate when set, the journal and its ledger of
+/// what was sent) is on /data, which the unit leaves writable and which a
+/// new image does not overwrite; the unit lets it open TCP connections
+/// (AF_INET, AF_INET6; no PrivateNetwork, no IPAddressDeny) and read the
+/// resolver's configuration (/etc stays readable under ProtectSystem).
+#[test]
+fn offload_is_provisioned_on_data_and_the_unit_lets_it_connect() {
+    let data = Path::new("/data");
+    for b in boards() {
+        let cfg = b.config();
+        let o = &cfg.offload;
+        for (key, path) in [
+            ("credentials_file", &o.credentials_file),
+            ("journal_dir", &o.journal_dir),
+            ("ca_file", &o.ca_file),
+            ("client_cert", &o.client_cert),
+            ("client_key", &o.client_key),
+        ] {
+            assert!(
+                path.as_os_str().is_empty() || is_under(path, data),
+                "{}: offload.{key} must be on the data partition (provisioned per vehicle, kept across images): {}",
+                b.name,
+                path.display()
+            );
+        }
+        let unit = b.unit("edgerec.service");
+        if let Some(families) = unit.get("Service", "RestrictAddressFamilies") {
+            for f in ["AF_INET", "AF_INET6"] {
+                assert!(
+                    families.split_whitespace().any(|x| x == f),
+                    "{}: RestrictAddressFamilies={families} lacks {f}: offload cannot reach the store",
+                    b.name
+                );
+            }
+        }
+        for key in ["PrivateNetwork", "IPAddressDeny"] {
+            assert!(
+                unit.get("Service", key)
+                    .is_none_or(|v| v == "no" || v.is_empty()),
+                "{}: {key} would cut offload off from the store",
+                b.name
+            );
+        }
+        assert_ne!(
+            unit.get("Service", "ProtectSystem"),
+            Some("strict"),
+            "{}: ProtectSystem=strict makes /data read-only (the journal, the ledger)",
+            b.name
+        );
+    }
+    let readme = std::fs::read_to_string(boards_dir().join("README.md")).unwrap();
+    assert!(
+        readme.contains("## Offload provisioning"),
+        "board/README.md says how to provision offload"
+    );
+}
+
 /// The receive buffers `[[udp]]` and `[[can]]` ask for by default fit
 /// under the board's `net.core.rmem_max` (edgerec has no CAP_NET_ADMIN to
 /// force more).

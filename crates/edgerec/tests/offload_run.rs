@@ -720,3 +720,222 @@ fn offload_pauses_resumes_and_shows_its_queue_while_it_runs() {
     let session = session_with_segments(&root, 5);
     assert_at_store(&server, &session);
 }
+
+/// The bar: a 20 s run of `scripts/demo`'s sources (config/demo.toml: IMU,
+/// lidar, raw camera, status, an H.265 test camera; its own segmenting) in
+/// mixed mode, the cameras in event clips, `edgerec ctl trigger` 5 s in,
+/// and `[offload]` to the TLS server. Afterwards the queue is empty, every
+/// file of the session and of the clip is in the bucket byte for byte
+/// (boto3), and the clip's upload started before the first segment's.
+#[test]
+fn the_demo_with_a_trigger_sends_the_clip_first_and_everything_whole() {
+    let _limit = edgerec_testkit::time_limit(Duration::from_secs(300));
+    if edgerec_testkit::skip_if_cannot_exec(BIN) {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let (server, offload) = tls_store(d.path(), "all");
+    let root = d.path().join("data");
+    let demo = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../config/demo.toml"),
+    )
+    .unwrap();
+    let demo = demo.replace("\"./data", &format!("\"{}", root.display()));
+    let mixed = demo.replace(
+        "session_prefix = \"demo\"",
+        "session_prefix = \"demo\"\nmode = \"mixed\"\ncontinuous_topics = [\"/imu/data\", \"/lidar/points\", \"/vehicle/status\"]",
+    );
+    assert_ne!(mixed, demo, "config/demo.toml names its session prefix");
+    let with_ctl = mixed.replacen(
+        "[health]\n",
+        &format!(
+            "[health]\ncontrol_socket = \"{}\"\n",
+            root.join("control.sock").display()
+        ),
+        1,
+    );
+    assert_ne!(with_ctl, mixed, "config/demo.toml has a [health] table");
+    let cfg = d.path().join("edgerec.toml");
+    std::fs::write(
+        &cfg,
+        format!("{with_ctl}\n[triggers]\npre = \"2s\"\npost = \"2s\"\n{offload}"),
+    )
+    .unwrap();
+    let child = spawn_run(&cfg, "20s");
+    std::thread::sleep(Duration::from_secs(5));
+    ctl_trigger(&cfg);
+    let (_, err, line) = wait_run(child);
+    assert!(line.contains(" 0 waiting"), "{line}\n{err}");
+    assert!(line.contains("1 event clips"), "{line}\n{err}");
+    let clips: Vec<PathBuf> = std::fs::read_dir(root.join("events"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    assert_eq!(clips.len(), 1, "{clips:?}");
+    assert_at_store(&server, &clips[0]);
+    let session = session_with_segments(&root, 1);
+    assert_at_store(&server, &session);
+    // The order the agent started them in.
+    let started: Vec<&str> = err
+        .lines()
+        .filter_map(|l| l.split("offload: sending ").nth(1))
+        .collect();
+    let clip_at = started
+        .iter()
+        .position(|l| l.starts_with(&*clips[0].to_string_lossy()))
+        .unwrap_or_else(|| panic!("the clip was never started: {started:?}"));
+    let segment_at = started
+        .iter()
+        .position(|l| l.starts_with(&*session.to_string_lossy()) && l.contains(".mcap "))
+        .unwrap_or_else(|| panic!("no segment was started: {started:?}"));
+    assert!(clip_at < segment_at, "{started:#?}");
+    assert!(
+        started[clip_at].contains("(clips, "),
+        "{}",
+        started[clip_at]
+    );
+}
+
+/// An 8 Mbit/s uplink: the recorder in a network namespace of the test's,
+/// the store (moto) in another, a veth pair between them shaped by a
+/// token bucket (`tc qdisc ... tbf rate 8mbit`; this kernel has no
+/// netem). Lidar at 2.4 MB/s fills 2 s segments faster than the link
+/// empties them, so they queue; a clip triggered 6 s in still starts
+/// before a segment that closed before it was triggered, and afterwards
+/// everything is at the store whole.
+#[test]
+fn a_late_clip_overtakes_older_segments_on_an_8_mbit_uplink() {
+    let _limit = edgerec_testkit::time_limit(Duration::from_secs(300));
+    if edgerec_testkit::skip_if_cannot_exec(BIN) {
+        return;
+    }
+    if let Some(why) = edgerec_testkit::netns::skip_reason() {
+        edgerec_testkit::skip::skip(why);
+        return;
+    }
+    let vehicle = edgerec_testkit::netns::Netns::new();
+    let fleet = edgerec_testkit::netns::Netns::new();
+    let (uplink, _) = vehicle.link_to(&fleet, "10.77.0.1", "10.77.0.2");
+    let tc = vehicle
+        .command("tc")
+        .args([
+            "qdisc", "add", "dev", &uplink, "root", "tbf", "rate", "8mbit",
+        ])
+        .args(["burst", "32kbit", "latency", "400ms"])
+        .status()
+        .unwrap();
+    assert!(tc.success(), "tc tbf on {uplink}");
+    let server = Moto::start_in(fleet.name(), "10.77.0.2");
+    server.make_bucket("fleet-recordings");
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().join("data");
+    let creds = server.credentials_file(d.path());
+    let cfg = d.path().join("edgerec.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            r#"
+[recording]
+root = "{root}"
+session_prefix = "demo"
+mode = "mixed"
+continuous_topics = ["/lidar/points"]
+
+[segment]
+max_duration = "2s"
+
+[health]
+watchdog = ""
+fault_file = "{root}/last-fault.json"
+status_socket = "{root}/status.sock"
+control_socket = "{root}/control.sock"
+
+[triggers]
+pre = "1s"
+post = "1s"
+
+[[sources.synthetic]]
+topic = "/lidar/points"
+type = "sensor_msgs/msg/PointCloud2"
+rate = 10
+payload_size = "240KB"
+
+[[sources.synthetic]]
+topic = "/imu"
+type = "sensor_msgs/msg/Imu"
+rate = 100
+
+[offload]
+endpoint = "{endpoint}"
+allow_http = true
+bucket = "fleet-recordings"
+vehicle_id = "robot-7"
+credentials_file = "{creds}"
+journal_dir = "{journal}"
+part_size = "5MiB"
+upload = "all"
+drain_on_stop = "60s"
+"#,
+            root = root.display(),
+            endpoint = server.endpoint,
+            creds = creds.display(),
+            journal = d.path().join("journal").display(),
+        ),
+    )
+    .unwrap();
+    let child = vehicle
+        .command(BIN)
+        .args([
+            "run",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--duration",
+            "10s",
+        ])
+        .env("EDGEREC_LOG", "info")
+        .env("AWS_EC2_METADATA_DISABLED", "true")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(6));
+    ctl_trigger(&cfg);
+    let (_, err, line) = wait_run(child);
+    assert!(line.contains(" 0 waiting"), "{line}\n{err}");
+    let clips: Vec<PathBuf> = std::fs::read_dir(root.join("events"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    assert_eq!(clips.len(), 1, "{clips:?}");
+    let session = session_with_segments(&root, 4);
+    assert_at_store(&server, &clips[0]);
+    assert_at_store(&server, &session);
+    // In the order the log says: closed (the recorder), then started
+    // (offload).
+    let lines: Vec<&str> = err.lines().collect();
+    let at = |needle: &str, what: &str| {
+        lines
+            .iter()
+            .position(|l| l.contains(needle))
+            .unwrap_or_else(|| panic!("no {what} ({needle}) in the log:\n{err}"))
+    };
+    let clip = clips[0].to_string_lossy().into_owned();
+    let event = at("event ctl: ", "the event");
+    let clip_started = at(&format!("offload: sending {clip} "), "the clip's upload");
+    let overtaken: Vec<String> = files_in(&session)
+        .into_iter()
+        .filter(|f| f.ends_with(".mcap"))
+        .filter(|f| {
+            let path = session.join(f).to_string_lossy().into_owned();
+            let closed = at(&format!("closed {path} "), "a segment's close");
+            let started = at(&format!("offload: sending {path} "), "a segment's upload");
+            closed < event && started > clip_started
+        })
+        .collect();
+    assert!(
+        !overtaken.is_empty(),
+        "the clip went after every segment closed before it was triggered:\n{err}"
+    );
+}

@@ -288,6 +288,9 @@ impl Worker {
         if let Err(e) = crate::priority::idle_io() {
             tracing::warn!("offload: cannot lower its I/O priority to idle: {e}");
         }
+        if let Err(e) = crate::priority::low_cpu() {
+            tracing::warn!("offload: cannot lower its CPU weight: {e}");
+        }
         let mut finish_by: Option<Instant> = None;
         loop {
             loop {
@@ -494,6 +497,16 @@ impl Worker {
             lock(&self.status).gone += 1;
             return;
         }
+        tracing::info!(
+            "offload: sending {} ({}, {} bytes{})",
+            item.path.display(),
+            item.class.as_str(),
+            item.bytes,
+            match item.failures {
+                0 => String::new(),
+                n => format!(", try {}", n + 1),
+            }
+        );
         let result = if item.clip {
             self.send_clip(&item.path)
         } else {

@@ -3,7 +3,37 @@
 //! the BFQ scheduler an idle-class task is served only when no other
 //! asks; under `none` or `mq-deadline` (NVMe's usual) the class is kept
 //! but not enforced, and the page cache is what the upload spares
-//! (`posix_fadvise(DONTNEED)` on what it read).
+//! (`posix_fadvise(DONTNEED)` on what it read). Inside the recorder the
+//! agent's threads also take a low CPU weight ([`low_cpu`]: nice
+//! [`AGENT_NICE`]), so hashing and TLS give way to the recording's own
+//! threads when the cores are busy, and take what is idle otherwise.
+
+/// The nice value of the running recorder's upload threads: a CFS weight
+/// of 110 against 1024 for nice 0 (the recorder's unit runs at -10), so
+/// about a tenth of a contended core, all of an idle one.
+pub const AGENT_NICE: i32 = 10;
+
+/// Gives the calling thread (and the threads it starts after, which
+/// inherit it) nice [`AGENT_NICE`] (Linux; elsewhere nothing).
+#[cfg(target_os = "linux")]
+pub fn low_cpu() -> std::io::Result<()> {
+    // SAFETY: gettid and setpriority take and return integers only;
+    // PRIO_PROCESS with a thread id sets that thread's nice value.
+    let r = unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, tid, AGENT_NICE)
+    };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Elsewhere the upload keeps its CPU priority.
+#[cfg(not(target_os = "linux"))]
+pub fn low_cpu() -> std::io::Result<()> {
+    Ok(())
+}
 
 /// `IOPRIO_CLASS_IDLE` (linux/ioprio.h).
 #[cfg(target_os = "linux")]
@@ -55,6 +85,35 @@ pub fn io_class() -> std::io::Result<i32> {
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
+
+    #[test]
+    fn low_cpu_is_inherited_by_the_threads_it_starts() {
+        std::thread::spawn(|| {
+            low_cpu().unwrap();
+            // SAFETY: getpriority with a thread id returns its nice value.
+            let nice = || unsafe {
+                libc::getpriority(
+                    libc::PRIO_PROCESS,
+                    libc::syscall(libc::SYS_gettid) as libc::id_t,
+                )
+            };
+            assert_eq!(nice(), AGENT_NICE);
+            let child = std::thread::spawn(move || {
+                // SAFETY: as above.
+                unsafe {
+                    libc::getpriority(
+                        libc::PRIO_PROCESS,
+                        libc::syscall(libc::SYS_gettid) as libc::id_t,
+                    )
+                }
+            })
+            .join()
+            .unwrap();
+            assert_eq!(child, AGENT_NICE);
+        })
+        .join()
+        .unwrap();
+    }
 
     #[test]
     fn a_thread_and_the_threads_it_starts_are_idle() {

@@ -138,6 +138,70 @@ impl Netns {
         Netns { name }
     }
 
+    /// Its name (`ip netns exec NAME`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// A veth pair between this namespace (`a`, address `a_addr/24`) and
+    /// `other` (`b`, `b_addr/24`), both up; the two interfaces' names
+    /// (`ea0`, `eb0`: each namespace has its own).
+    pub fn link_to(&self, other: &Netns, a_addr: &str, b_addr: &str) -> (String, String) {
+        let run = |args: &[&str]| {
+            let st = Command::new("ip").args(args).status().expect("ip");
+            assert!(st.success(), "ip {args:?} failed");
+        };
+        static LINKS: AtomicU32 = AtomicU32::new(0);
+        let tmp = format!(
+            "et{}x{}",
+            std::process::id() % 10_000,
+            LINKS.fetch_add(1, Ordering::Relaxed)
+        );
+        run(&[
+            "link",
+            "add",
+            &tmp,
+            "type",
+            "veth",
+            "peer",
+            "name",
+            &format!("{tmp}p"),
+        ]);
+        run(&["link", "set", &tmp, "netns", &self.name]);
+        run(&["link", "set", &format!("{tmp}p"), "netns", &other.name]);
+        run(&["-n", &self.name, "link", "set", &tmp, "name", "ea0"]);
+        run(&[
+            "-n",
+            &other.name,
+            "link",
+            "set",
+            &format!("{tmp}p"),
+            "name",
+            "eb0",
+        ]);
+        run(&[
+            "-n",
+            &self.name,
+            "addr",
+            "add",
+            &format!("{a_addr}/24"),
+            "dev",
+            "ea0",
+        ]);
+        run(&[
+            "-n",
+            &other.name,
+            "addr",
+            "add",
+            &format!("{b_addr}/24"),
+            "dev",
+            "eb0",
+        ]);
+        run(&["-n", &self.name, "link", "set", "ea0", "up"]);
+        run(&["-n", &other.name, "link", "set", "eb0", "up"]);
+        ("ea0".to_owned(), "eb0".to_owned())
+    }
+
     /// Moves the calling thread into the namespace; threads it starts
     /// later (a source's, Cyclone's) are in it too.
     pub fn enter(&self) {

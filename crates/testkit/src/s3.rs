@@ -17,6 +17,9 @@ pub struct Moto {
     /// The access key and secret the server takes (moto takes any;
     /// s3rver only its own).
     pub keys: (&'static str, &'static str),
+    /// The network namespace it runs in (and the boto3 commands), if not
+    /// the test's own.
+    pub netns: Option<String>,
 }
 
 fn s3peer() -> PathBuf {
@@ -54,22 +57,36 @@ impl Moto {
                 cmd.arg("--mutual");
             }
         }
-        let mut child = cmd
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("s3peer.py serve");
-        let mut line = String::new();
-        if let Some(out) = child.stdout.take() {
-            let _ = BufReader::new(out).read_line(&mut line);
-        }
-        assert_eq!(line.trim(), "ready", "moto did not start");
+        cmd.stdout(Stdio::piped()).stderr(Stdio::null());
+        let child = spawn_ready(&mut cmd, "moto");
         let scheme = if tls.is_some() { "https" } else { "http" };
         Moto {
             child,
             endpoint: format!("{scheme}://127.0.0.1:{port}"),
             tls,
             keys: ("edgerec-test", "edgerec-test-secret"),
+            netns: None,
+        }
+    }
+
+    /// moto over plain HTTP in the network namespace `netns` on `host`
+    /// (an address of one of its interfaces), port 9000; `peer`'s boto3
+    /// commands run there too.
+    pub fn start_in(netns: &str, host: &str) -> Moto {
+        let mut cmd = Command::new("ip");
+        cmd.args(["netns", "exec", netns])
+            .arg(python())
+            .arg(s3peer())
+            .args(["serve", "--host", host, "--port", "9000"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        let child = spawn_ready(&mut cmd, "moto in a network namespace");
+        Moto {
+            child,
+            endpoint: format!("http://{host}:9000"),
+            tls: None,
+            keys: ("edgerec-test", "edgerec-test-secret"),
+            netns: Some(netns.to_owned()),
         }
     }
 
@@ -110,6 +127,7 @@ impl Moto {
             endpoint: format!("http://127.0.0.1:{port}"),
             tls: None,
             keys: ("S3RVER", "S3RVER"),
+            netns: None,
         }
     }
 
@@ -117,7 +135,14 @@ impl Moto {
     /// caller) and returns what it printed; panics with its error
     /// otherwise.
     pub fn peer(&self, args: &[&str]) -> String {
-        let mut cmd = Command::new(python());
+        let mut cmd = match &self.netns {
+            Some(ns) => {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", ns]).arg(python());
+                c
+            }
+            None => Command::new(python()),
+        };
         cmd.arg(s3peer()).args(args);
         if let Some(dir) = &self.tls {
             cmd.env("S3PEER_TLS_DIR", dir);
@@ -190,6 +215,18 @@ impl Moto {
     }
 }
 
+/// Spawns `cmd` (stdout piped) and waits for the `ready` line it prints
+/// once it serves; panics naming `what` when it does not.
+fn spawn_ready(cmd: &mut Command, what: &str) -> Child {
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("{what}: {e}"));
+    let mut line = String::new();
+    if let Some(out) = child.stdout.take() {
+        let _ = BufReader::new(out).read_line(&mut line);
+    }
+    assert_eq!(line.trim(), "ready", "{what} did not start");
+    child
+}
+
 impl Drop for Moto {
     fn drop(&mut self) {
         // SAFETY: kill(2) on our own child's pid.
@@ -220,8 +257,8 @@ impl FaultProxy {
             std::process::id()
         ));
         let _ = std::fs::remove_file(&log);
-        let mut child = Command::new(python())
-            .arg(s3peer())
+        let mut cmd = Command::new(python());
+        cmd.arg(s3peer())
             .args(["proxy", "--port", &port.to_string(), "--upstream"])
             .arg(&upstream.endpoint)
             .args([
@@ -233,14 +270,8 @@ impl FaultProxy {
             .arg("--log")
             .arg(&log)
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("s3peer.py proxy");
-        let mut line = String::new();
-        if let Some(out) = child.stdout.take() {
-            let _ = BufReader::new(out).read_line(&mut line);
-        }
-        assert_eq!(line.trim(), "ready", "the fault proxy did not start");
+            .stderr(Stdio::null());
+        let child = spawn_ready(&mut cmd, "the fault proxy");
         FaultProxy {
             child,
             endpoint: format!("http://127.0.0.1:{port}"),
