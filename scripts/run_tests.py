@@ -75,8 +75,26 @@ def test_binaries(cargo_args: list[str]) -> list[dict]:
             "exe": m["executable"],
             "dir": os.path.dirname(m["manifest_path"]),
             "package": pkg_name,
+            "lib": "lib" in m["target"]["kind"] or "rlib" in m["target"]["kind"],
         })
     return out
+
+
+def doc_command(cargo_args: list[str], lib_packages: set[str]) -> list[str] | None:
+    """`cargo test --doc` of the libraries among the packages selected
+    (cargo refuses `--doc` for a package without one); None when none."""
+    if "--workspace" in cargo_args:
+        return ["cargo", "test", "--doc", *cargo_args]
+    rest, it = [], iter(cargo_args)
+    for a in it:
+        if a in ("-p", "--package"):
+            next(it, None)
+        elif not a.startswith("--package="):
+            rest.append(a)
+    if not lib_packages:
+        return None
+    pkgs = [x for p in sorted(lib_packages) for x in ("-p", p)]
+    return ["cargo", "test", "--doc", *pkgs, *rest]
 
 
 def measured(job: dict) -> float:
@@ -129,8 +147,10 @@ def main() -> int:
     args = ap.parse_args()
     start = time.monotonic()
     jobs = sorted(test_binaries(args.cargo_args), key=lambda j: -measured(j))
-    doc = ["cargo", "test", "--doc", *args.cargo_args]
-    extras = [{"id": "doc tests", "cmd": doc}]
+    extras = []
+    doc = doc_command(args.cargo_args, {j["package"] for j in jobs if j["lib"]})
+    if doc:
+        extras.append({"id": "doc tests", "cmd": doc})
     for e in args.extra:
         extras.append({"id": f"cargo {e}", "cmd": ["cargo", *shlex.split(e)]})
     # The cargo jobs first: they compile while the first binaries wait.
