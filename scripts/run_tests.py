@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
@@ -40,6 +41,16 @@ MEASURED = {
     "edgerec/ros_control": 14, "edgerec-clock/ptp4l_peer": 13,
     "edgerec/triggers_ros": 13, "edgerec/ros_hostile": 7, "edgerec-ros/dds_smoke": 7,
     "edgerec-format/recover": 7, "edgerec/export_video": 7, "edgerec-camera/stall": 6,
+}
+
+
+# Binaries whose tests assert a rate or a zero-drop flood (100k UDP
+# packets/s, a flooding channel beside a quiet one, DDS bursts, trigger
+# floods): they run alone, nothing beside them, with the background
+# release build of scripts/test (--pause-pgid) stopped meanwhile.
+ALONE = {
+    "edgerec/bus_udp", "edgerec-recorder/pipeline", "edgerec/ros_burst",
+    "edgerec/trigger_flood",
 }
 
 
@@ -143,6 +154,8 @@ def main() -> int:
     ap.add_argument("--limit", type=float, default=600, help="seconds one binary may run")
     ap.add_argument("--extra", action="append", default=[],
                     help="another cargo command to run as a job (its arguments, quoted)")
+    ap.add_argument("--pause-pgid", type=int,
+                    help="a process group to stop (SIGSTOP) while a binary of ALONE runs")
     ap.add_argument("cargo_args", nargs="*")
     args = ap.parse_args()
     start = time.monotonic()
@@ -159,8 +172,29 @@ def main() -> int:
     running: list[Running] = []
     done: list[tuple[str, float, str]] = []
     failed: list[str] = []
+    # The ALONE binaries last: each waits for the others to finish.
+    alone = [j for j in queue if j["id"] in ALONE]
+    queue = [j for j in queue if j["id"] not in ALONE] + alone
+    paused = False
+
+    def pause(on: bool) -> None:
+        nonlocal paused
+        if args.pause_pgid and on != paused:
+            try:
+                os.killpg(args.pause_pgid, signal.SIGSTOP if on else signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+            paused = on
+
     while queue or running:
         while queue and len(running) < args.jobs:
+            if queue[0]["id"] in ALONE:
+                if running:
+                    break
+                pause(True)
+                running.append(Running(queue.pop(0), args.limit))
+                break
+            pause(False)
             running.append(Running(queue.pop(0), args.limit))
         time.sleep(0.05)
         for r in list(running):
@@ -183,6 +217,7 @@ def main() -> int:
                 out = r.output()
                 print(f"---- {name}: its whole output ----\n{out}---- end of {name} ----",
                       flush=True)
+    pause(False)
     log("the slowest: " + ", ".join(f"{n} {t:.0f} s" for n, t, _ in
                                     sorted(done, key=lambda d: -d[1])[:8]))
     took = time.monotonic() - start

@@ -939,3 +939,96 @@ drain_on_stop = "60s"
         "the clip went after every segment closed before it was triggered:\n{err}"
     );
 }
+
+/// The store down for 30 s while recording (a fault proxy in front of
+/// moto closes its port after two parts are acknowledged): the recording
+/// goes on without a drop, the queue grows (the status says how many files
+/// wait), and once the store is back it drains; afterwards every segment
+/// and the session's manifest are at the store byte for byte.
+#[test]
+fn a_store_down_for_30_s_while_recording_loses_nothing() {
+    let _limit = edgerec_testkit::time_limit(Duration::from_secs(300));
+    if edgerec_testkit::skip_if_cannot_exec(BIN) {
+        return;
+    }
+    let server = Moto::start();
+    server.make_bucket("fleet-recordings");
+    let proxy = edgerec_testkit::s3::FaultProxy::start(&server, "down", 30.0);
+    let d = tempfile::tempdir().unwrap();
+    let root = d.path().join("data");
+    let creds = server.credentials_file(d.path());
+    let cfg = d.path().join("edgerec.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            r#"
+[recording]
+root = "{root}"
+session_prefix = "demo"
+
+[segment]
+max_duration = "5s"
+
+[health]
+watchdog = ""
+fault_file = "{root}/last-fault.json"
+status_socket = "{root}/status.sock"
+
+[[sources.synthetic]]
+topic = "/lidar/points"
+type = "sensor_msgs/msg/PointCloud2"
+rate = 10
+payload_size = "240KB"
+
+[offload]
+endpoint = "{endpoint}"
+allow_http = true
+bucket = "fleet-recordings"
+vehicle_id = "robot-7"
+credentials_file = "{creds}"
+journal_dir = "{journal}"
+part_size = "5MiB"
+upload = "all"
+drain_on_stop = "90s"
+"#,
+            root = root.display(),
+            endpoint = proxy.endpoint,
+            creds = creds.display(),
+            journal = d.path().join("journal").display(),
+        ),
+    )
+    .unwrap();
+    let child = spawn_run(&cfg, "40s");
+    // 25 s in, the store has been down for about 18 s.
+    std::thread::sleep(Duration::from_secs(25));
+    let status = Command::new(BIN)
+        .args(["status", "--json", "--config", cfg.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&status.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&status.stdout)));
+    let waiting: u64 = v["offload"]["queue"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{v:#}"))
+        .iter()
+        .map(|c| c["files"].as_u64().unwrap())
+        .sum();
+    let (out, err, line) = wait_run(child);
+    let log = proxy.log();
+    assert!(
+        log.iter().any(|l| l["status"] == "down 30 s") && log.iter().any(|l| l["status"] == "up"),
+        "the store never went down and up: {log:?}"
+    );
+    assert!(
+        waiting >= 2,
+        "{waiting} files waiting while the store was down: {v:#}"
+    );
+    assert!(line.contains(" 0 waiting"), "{line}\n{err}");
+    let recorded = out
+        .lines()
+        .find(|l| l.starts_with("recorded:"))
+        .unwrap_or_else(|| panic!("{out}"));
+    assert!(recorded.contains(", 0 dropped,"), "{recorded}");
+    let session = session_with_segments(&root, 7);
+    assert_at_store(&server, &session);
+}

@@ -14,6 +14,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender, TryRecvError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -122,6 +123,10 @@ pub struct Agent {
 pub struct AgentView {
     tx: Sender<Msg>,
     status: Arc<Mutex<AgentStatus>>,
+    /// Segments and clips announced and not yet taken into the queue (the
+    /// agent's thread takes them between files: while it sends one, they
+    /// wait in the channel).
+    pending: Arc<[AtomicU64; 2]>,
     pace: Arc<Pace>,
     /// When the rate was last sampled, the bytes sent then, the rate.
     sampled: Arc<Mutex<(Instant, u64, u64)>>,
@@ -140,6 +145,12 @@ impl AgentView {
             *s = (now, sent, rate);
         }
         st.rate = s.2;
+        // What waits in the channel counts as waiting, by what it is.
+        let segments = self.pending[0].load(Ordering::Relaxed);
+        let clips = self.pending[1].load(Ordering::Relaxed);
+        st.classes[Class::Rest as usize].files += segments;
+        st.classes[Class::Clip as usize].files += clips;
+        st.queued += segments + clips;
         st
     }
 
@@ -176,7 +187,9 @@ impl Agent {
         let give_up = uploader.client().give_up_flag();
         let pace = uploader.client().pace();
         lock(&status).max_rate = pace.rate();
+        let pending: Arc<[AtomicU64; 2]> = Arc::new([AtomicU64::new(0), AtomicU64::new(0)]);
         let worker = Worker {
+            pending: pending.clone(),
             uploader,
             settings,
             rx,
@@ -197,6 +210,7 @@ impl Agent {
             give_up,
             view: AgentView {
                 tx: view_tx,
+                pending,
                 sampled: Arc::new(Mutex::new((Instant::now(), pace.sent(), 0))),
                 pace,
                 status,
@@ -209,7 +223,11 @@ impl Agent {
     /// path and returns.
     pub fn announcer(&self) -> impl Fn(Announcement) + Send + Sync + 'static {
         let tx = self.tx.clone();
+        let pending = self.view.pending.clone();
         move |a| {
+            if let Some(i) = pending_slot(a.kind) {
+                pending[i].fetch_add(1, Ordering::Relaxed);
+            }
             let _ = tx.send(Msg::Announced(a));
         }
     }
@@ -281,6 +299,8 @@ struct Worker {
     ledger: Ledger,
     /// Paused by the operator: who.
     paused: Option<String>,
+    /// See [`AgentView::status`]: announced, not yet taken.
+    pending: Arc<[AtomicU64; 2]>,
 }
 
 impl Worker {
@@ -363,6 +383,12 @@ impl Worker {
     fn take(&mut self, m: Msg, finish_by: &mut Option<Instant>) {
         match m {
             Msg::Announced(a) => {
+                if let Some(i) = pending_slot(a.kind) {
+                    let _ =
+                        self.pending[i].fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| {
+                            Some(n.saturating_sub(1))
+                        });
+                }
                 let now = Instant::now();
                 match a.kind {
                     Kind::Segment => {
@@ -662,6 +688,15 @@ fn files_span(files: &[PathBuf]) -> Option<Span> {
         start_ns: ranges.iter().map(|r| r.0).min()?,
         end_ns: ranges.iter().map(|r| r.1).max()?,
     })
+}
+
+/// The slot of [`AgentView::pending`] an announcement counts in.
+fn pending_slot(kind: Kind) -> Option<usize> {
+    match kind {
+        Kind::Segment => Some(0),
+        Kind::Clip => Some(1),
+        Kind::Event => None,
+    }
 }
 
 /// The bytes of the files directly in `dir`.
