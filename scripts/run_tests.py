@@ -46,11 +46,12 @@ MEASURED = {
 
 # Binaries whose tests assert a rate or a zero-drop flood (100k UDP
 # packets/s, a flooding channel beside a quiet one, DDS bursts, trigger
-# floods): they run alone, nothing beside them, with the background
-# release build of scripts/test (--pause-pgid) stopped meanwhile.
+# floods, the clip windows of overlapping events): they run alone,
+# nothing beside them, with the builds scripts/test starts ahead
+# (--pause-pgid) stopped meanwhile.
 ALONE = {
     "edgerec/bus_udp", "edgerec-recorder/pipeline", "edgerec/ros_burst",
-    "edgerec/trigger_flood",
+    "edgerec/trigger_flood", "edgerec/triggers",
 }
 
 
