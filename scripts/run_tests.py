@@ -157,6 +157,9 @@ def main() -> int:
                     help="another cargo command to run as a job (its arguments, quoted)")
     ap.add_argument("--pause-pgid", type=int,
                     help="a process group to stop (SIGSTOP) while a binary of ALONE runs")
+    ap.add_argument("--go-file",
+                    help="a file to create once the compiling is done (the build, the cargo jobs) and "
+                         "the first test binary starts: what scripts/test's builds ahead wait for")
     ap.add_argument("cargo_args", nargs="*")
     args = ap.parse_args()
     start = time.monotonic()
@@ -195,6 +198,10 @@ def main() -> int:
                 pause(True)
                 running.append(Running(queue.pop(0), args.limit))
                 break
+            if args.go_file and "cmd" not in queue[0] and not any("cmd" in r.job for r in running):
+                # The compilers are done: the builds ahead may start.
+                open(args.go_file, "a").close()
+                args.go_file = None
             pause(False)
             running.append(Running(queue.pop(0), args.limit))
         time.sleep(0.05)
@@ -219,6 +226,8 @@ def main() -> int:
                 print(f"---- {name}: its whole output ----\n{out}---- end of {name} ----",
                       flush=True)
     pause(False)
+    if args.go_file:
+        open(args.go_file, "a").close()
     log("the slowest: " + ", ".join(f"{n} {t:.0f} s" for n, t, _ in
                                     sorted(done, key=lambda d: -d[1])[:8]))
     took = time.monotonic() - start
