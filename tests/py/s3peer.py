@@ -7,7 +7,7 @@ Subcommands (`s3peer.py SUBCOMMAND --help` for every option):
   serve     moto's S3 server on 127.0.0.1:PORT until SIGTERM/SIGINT; prints
             one line `ready` once it answers. With --tls DIR: HTTPS, with a
             CA made for the run (DIR/ca.pem) that signs the server's
-            certificate (for 127.0.0.1) and a client certificate
+            certificate (for 127.0.0.1 and each --san IP) and a client certificate
             (DIR/client.pem, DIR/client.key, mode 600); with --mutual the
             server refuses a client without that certificate.
   mkbucket  creates a bucket.
@@ -69,9 +69,10 @@ def client(endpoint: str):
         config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 2}, **extra))
 
 
-def make_tls(out: str) -> None:
-    """A CA for this run, a server certificate for 127.0.0.1 and a client
-    certificate, all signed by it (ECDSA P-256, valid for a day)."""
+def make_tls(out: str, sans: tuple = ()) -> None:
+    """A CA for this run, a server certificate for 127.0.0.1 (and the IP
+    addresses in `sans`) and a client certificate, all signed by it (ECDSA
+    P-256, valid for a day)."""
     import datetime
     import ipaddress
     from cryptography import x509
@@ -122,7 +123,7 @@ def make_tls(out: str) -> None:
         return k.private_bytes(pem, serialization.PrivateFormat.PKCS8,
                                serialization.NoEncryption())
     server_key, server = leaf("127.0.0.1", ExtendedKeyUsageOID.SERVER_AUTH,
-                              [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))])
+                              [x509.IPAddress(ipaddress.ip_address(a)) for a in ("127.0.0.1", *sans)])
     client_key, client_cert = leaf("robot-7", ExtendedKeyUsageOID.CLIENT_AUTH, None)
     write("ca.pem", ca.public_bytes(pem))
     write("server.pem", server.public_bytes(pem))
@@ -141,7 +142,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     probe = None
     scheme = "http"
     if args.tls:
-        make_tls(args.tls)
+        make_tls(args.tls, tuple(args.san))
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(os.path.join(args.tls, "server.pem"), os.path.join(args.tls, "server.key"))
         if args.mutual:
@@ -395,6 +396,9 @@ def main(argv=None) -> int:
                    help="the address to listen on (a test's network namespace)")
     p.add_argument("--tls", metavar="DIR", help="serve HTTPS; the CA and certificates go in DIR")
     p.add_argument("--mutual", action="store_true", help="with --tls: require the client certificate")
+    p.add_argument("--san", action="append", default=[], metavar="IP",
+                   help="with --tls: another IP address the server certificate is valid for "
+                        "(10.0.2.2: this host as a QEMU guest's user-mode network sees it)")
     p.set_defaults(func=cmd_serve)
     p = sub.add_parser("proxy", help="a fault-injecting HTTP proxy in front of a server")
     p.add_argument("--port", type=int, required=True)

@@ -679,6 +679,12 @@ fn record(
     if session.dir.is_none() {
         recover_at_start(&cfg.recording.root);
     }
+    // Earlier runs' files the store lacks, once recovery has closed the
+    // segments a power cut left open (picked up before it, those were
+    // still `.active`, and never sent).
+    if let Some(agent) = &session.offload {
+        agent.pick_up(&cfg.recording.root);
+    }
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         // A second signal while stopping exits at once.

@@ -35,7 +35,6 @@ pub fn start(cfg: &Config) -> Result<Option<Agent>, String> {
     })?;
     let agent = Agent::start(uploader, settings, select, ledger)
         .map_err(|e| format!("starting the offload thread: {e}"))?;
-    agent.pick_up(&cfg.recording.root);
     Ok(Some(agent))
 }
 

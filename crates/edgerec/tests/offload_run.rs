@@ -77,6 +77,34 @@ fn assert_at_store(server: &Moto, dir: &Path) {
     assert_eq!(listed, local, "{m:#}");
 }
 
+/// A recording under `root` of one 120 KB point cloud at 10 Hz, segments
+/// of `segment` (a duration), with `extra` (sections) after it.
+fn lidar_config(root: &Path, prefix: &str, segment: &str, extra: &str) -> String {
+    format!(
+        r#"
+[recording]
+root = "{root}"
+session_prefix = "{prefix}"
+
+[segment]
+max_duration = "{segment}"
+
+[health]
+watchdog = ""
+fault_file = "{root}/last-fault.json"
+status_socket = "{root}/status.sock"
+
+[[sources.synthetic]]
+topic = "/lidar/points"
+type = "sensor_msgs/msg/PointCloud2"
+rate = 10
+payload_size = "120KB"
+
+{extra}"#,
+        root = root.display(),
+    )
+}
+
 /// moto over TLS with the bucket made, and the `[offload]` section that
 /// sends to it as `upload` says.
 fn tls_store(dir: &Path, upload: &str) -> (Moto, String) {
@@ -536,33 +564,10 @@ fn retention_frees_what_is_at_the_store_first_and_counts_what_never_got_there() 
     let (server, offload) = tls_store(d.path(), "all");
     let root = d.path().join("data");
     let config = |offload: &str, cap: &str| {
-        format!(
-            r#"
-[recording]
-root = "{root}"
-session_prefix = "demo"
-
-[segment]
-max_duration = "1s"
-
-[retention]
-max_total_bytes = {cap}
-min_free_percent = 0
-min_free_bytes = 0
-
-[health]
-watchdog = ""
-fault_file = "{root}/last-fault.json"
-status_socket = "{root}/status.sock"
-
-[[sources.synthetic]]
-topic = "/lidar/points"
-type = "sensor_msgs/msg/PointCloud2"
-rate = 10
-payload_size = "120KB"
-{offload}"#,
-            root = root.display(),
-        )
+        let retention = format!(
+            "[retention]\nmax_total_bytes = {cap}\nmin_free_percent = 0\nmin_free_bytes = 0\n{offload}"
+        );
+        lidar_config(&root, "demo", "1s", &retention)
     };
     let cfg = d.path().join("edgerec.toml");
     std::fs::write(&cfg, config(&offload, "1073741824")).unwrap();
@@ -1030,5 +1035,72 @@ drain_on_stop = "90s"
         .unwrap_or_else(|| panic!("{out}"));
     assert!(recorded.contains(", 0 dropped,"), "{recorded}");
     let session = session_with_segments(&root, 7);
+    assert_at_store(&server, &session);
+}
+
+/// A power cut (SIGKILL) leaves the open segment `.active`; the next
+/// `edgerec run` recovers it at start and only then looks for earlier
+/// runs' files the store lacks, so the recovered segment is sent with the
+/// rest (found on the QEMU board: picked up before recovery, it was
+/// skipped as `.active` and the session called complete without it).
+#[test]
+fn a_segment_a_power_cut_left_open_is_sent_after_recovery() {
+    let _limit = edgerec_testkit::time_limit(Duration::from_secs(300));
+    if edgerec_testkit::skip_if_cannot_exec(BIN) {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let (server, offload) = tls_store(d.path(), "all");
+    let root = d.path().join("data");
+    let config = |offload: &str| lidar_config(&root, "cut", "5s", offload);
+    // 1. Recording without offload, killed with a segment open.
+    let cfg = d.path().join("edgerec.toml");
+    std::fs::write(&cfg, config("")).unwrap();
+    let mut first = spawn_run(&cfg, "60s");
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let session = loop {
+        let active = std::fs::read_dir(&root).ok().and_then(|rd| {
+            rd.filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.is_dir() && p.file_name().is_some_and(|n| n != "events"))
+                .find(|s| {
+                    let f = files_in(s);
+                    f.iter().any(|f| f.ends_with(".mcap"))
+                        && f.iter().any(|f| f.ends_with(".mcap.active"))
+                })
+        });
+        if let Some(s) = active {
+            break s;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no session with a closed segment and an open one within 60 s"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    // 2.5 s into the 5 s segment: past two 1 s syncs, so it holds whole
+    // chunks, and well before it closes.
+    std::thread::sleep(Duration::from_millis(2500));
+    first.kill().unwrap();
+    let _ = first.wait();
+    let open: Vec<String> = files_in(&session)
+        .into_iter()
+        .filter(|f| f.ends_with(".active"))
+        .collect();
+    assert_eq!(open.len(), 1, "{:?}", files_in(&session));
+
+    // 2. The next run, with offload: recovery, then the pick-up.
+    std::fs::write(&cfg, config(&offload)).unwrap();
+    let (_, err, line) = wait_run(spawn_run(&cfg, "2s"));
+    assert!(line.contains(" 0 waiting"), "{line}\n{err}");
+    let recovered = open[0].trim_end_matches(".active");
+    assert!(
+        files_in(&session).iter().any(|f| f == recovered),
+        "{recovered} not recovered: {:?}\n{err}",
+        files_in(&session)
+    );
+    assert!(!files_in(&session).iter().any(|f| f.ends_with(".active")));
+    // Every file of the cut session, the recovered one too, at the store
+    // byte for byte and in its manifest.
     assert_at_store(&server, &session);
 }

@@ -138,3 +138,22 @@ wait_edgerec() {
     say "edgerec-exit rc=$rc uptime=$(uptime_s)"
     return $rc
 }
+
+# QEMU's user-mode network on eth0 (virtio-net): the guest is 10.0.2.15,
+# the host's loopback is 10.0.2.2. "@@ net up ..." or "@@ net no-eth0".
+net_up() {
+    ip link set lo up
+    i=0
+    while [ ! -e /sys/class/net/eth0 ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i + 1)); done
+    if ! ip link set eth0 up 2>/dev/null; then
+        say "net no-eth0"
+        return 1
+    fi
+    ip addr add 10.0.2.15/24 dev eth0
+    ip route add default via 10.0.2.2
+    if ! ip addr show eth0 | grep -q 'inet 10.0.2.15/'; then
+        say "net no-address"
+        return 1
+    fi
+    say "net up 10.0.2.15 via 10.0.2.2"
+}
