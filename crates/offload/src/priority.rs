@@ -4,17 +4,21 @@
 //! asks; under `none` or `mq-deadline` (NVMe's usual) the class is kept
 //! but not enforced, and the page cache is what the upload spares
 //! (`posix_fadvise(DONTNEED)` on what it read). Inside the recorder the
-//! agent's threads also take a low CPU weight ([`low_cpu`]: nice
-//! [`AGENT_NICE`]), so hashing and TLS give way to the recording's own
-//! threads when the cores are busy, and take what is idle otherwise.
+//! agent's threads also run under `SCHED_IDLE` ([`low_cpu`]), so hashing
+//! and TLS run only on a core the recording's own threads leave idle and
+//! give it back the moment one of them wakes, and take what is idle
+//! otherwise.
 
-/// The nice value of the running recorder's upload threads: a CFS weight
-/// of 110 against 1024 for nice 0 (the recorder's unit runs at -10), so
-/// about a tenth of a contended core, all of an idle one.
+/// The nice value the upload threads take besides (and instead, where
+/// `SCHED_IDLE` is refused): a CFS weight of 110 against 1024 for nice 0.
 pub const AGENT_NICE: i32 = 10;
 
-/// Gives the calling thread (and the threads it starts after, which
-/// inherit it) nice [`AGENT_NICE`] (Linux; elsewhere nothing).
+/// Puts the calling thread (and the threads it starts after, which
+/// inherit both) under `SCHED_IDLE`, at nice [`AGENT_NICE`] (Linux;
+/// elsewhere nothing). Measured by `scripts/bench --offload`: at nice 10
+/// alone the upload's hashing, preempted only at the scheduler's
+/// granularity, held the recorder's wake-ups back enough to cost it more
+/// than a quarter of its rate on two cores.
 #[cfg(target_os = "linux")]
 pub fn low_cpu() -> std::io::Result<()> {
     // SAFETY: gettid and setpriority take and return integers only;
@@ -23,6 +27,13 @@ pub fn low_cpu() -> std::io::Result<()> {
         let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
         libc::setpriority(libc::PRIO_PROCESS, tid, AGENT_NICE)
     };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: pid 0 is the calling thread; `param` is a valid
+    // sched_param that outlives the call.
+    let r = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
     if r < 0 {
         return Err(std::io::Error::last_os_error());
     }
@@ -98,6 +109,11 @@ mod tests {
                 )
             };
             assert_eq!(nice(), AGENT_NICE);
+            // SAFETY: sched_getscheduler(0) returns the calling thread's policy.
+            let policy = || unsafe { libc::sched_getscheduler(0) };
+            assert_eq!(policy(), libc::SCHED_IDLE);
+            let child_policy = std::thread::spawn(policy).join().unwrap();
+            assert_eq!(child_policy, libc::SCHED_IDLE);
             let child = std::thread::spawn(move || {
                 // SAFETY: as above.
                 unsafe {
