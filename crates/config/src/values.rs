@@ -282,13 +282,14 @@ impl fmt::Display for SourceFault {
 }
 
 /// Health state names `[leds.states]` accepts.
-pub const HEALTH_STATES: [&str; 6] = [
+pub const HEALTH_STATES: [&str; 7] = [
     "booting",
     "idle",
     "recording",
     "degraded",
     "fault",
     "disk-full",
+    "paused",
 ];
 
 /// Where a camera's pictures come from (`camera[].source`).

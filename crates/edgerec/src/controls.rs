@@ -13,11 +13,11 @@ use edgerec_ros::rate_limit::Requester;
 pub struct RecorderControls(pub StatusHandle, pub Option<AgentView>);
 
 impl Controls for RecorderControls {
-    fn pause(&self) {
-        self.0.pause();
+    fn pause(&self, who: &str) {
+        self.0.pause(who);
     }
-    fn resume(&self) {
-        self.0.resume();
+    fn resume(&self, who: &str) {
+        self.0.resume(who);
     }
     fn is_paused(&self) -> bool {
         self.0.is_paused()

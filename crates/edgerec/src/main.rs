@@ -158,7 +158,7 @@ enum Cmd {
         after_help = "Example:\n  edgerec leds recording --config /data/edgerec/edgerec.toml"
     )]
     Leds {
-        /// booting, idle, recording, degraded, fault or disk-full.
+        /// booting, idle, recording, degraded, fault, disk-full or paused.
         state: String,
         /// The configuration whose `[leds]` to use.
         #[arg(long, short, default_value = "/data/edgerec/edgerec.toml")]
@@ -726,7 +726,7 @@ fn record(
     };
     let _ = session.recorder.set(rec.status_handle());
     if session.start_paused {
-        rec.status_handle().pause();
+        rec.status_handle().pause("`--start-paused`");
     }
     let _ = session.controls.set(Arc::new(controls::RecorderControls(
         rec.status_handle(),

@@ -83,25 +83,34 @@ fn read(path: &Path) -> String {
         .to_owned()
 }
 
+/// A directory laid out like /sys/class/leds with a green and a red LED.
+fn fake_leds(dir: &Path) {
+    for led in ["green", "red"] {
+        let dir = dir.join("leds").join(led);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("max_brightness"), "255\n").unwrap();
+        std::fs::write(dir.join("brightness"), "0\n").unwrap();
+        std::fs::write(dir.join("trigger"), "[none] timer\n").unwrap();
+    }
+}
+
+/// A port of our own: bind 0, take the number, release it.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
 #[test]
 fn status_of_a_running_recorder() {
     if edgerec_testkit::skip_if_cannot_exec(BIN) {
         return;
     }
     let d = tempfile::tempdir().unwrap();
-    for led in ["green", "red"] {
-        let dir = d.path().join("leds").join(led);
-        std::fs::create_dir_all(&dir).unwrap();
-        std::fs::write(dir.join("max_brightness"), "255\n").unwrap();
-        std::fs::write(dir.join("brightness"), "0\n").unwrap();
-        std::fs::write(dir.join("trigger"), "[none] timer\n").unwrap();
-    }
-    // A port of our own: bind 0, take the number, release it.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    fake_leds(d.path());
+    let port = free_port();
     let cfg = d.path().join("edgerec.toml");
     std::fs::write(&cfg, config(d.path(), port)).unwrap();
     // The previous run ended in a watchdog reset: its fault file is there.
@@ -425,4 +434,128 @@ fn status_of_a_running_recorder() {
     let v: serde_json::Value = serde_json::from_str(text).unwrap();
     assert_eq!(v["schema"], 2);
     drop(child);
+}
+
+/// `edgerec status --json` of the recorder configured in `cfg`, once it
+/// answers one that `want` accepts (within 20 s).
+fn status_until(
+    cfg: &Path,
+    what: &str,
+    want: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let o = Command::new(BIN)
+            .args(["status", "--config", cfg.to_str().unwrap(), "--json"])
+            .output()
+            .unwrap();
+        if o.status.success() {
+            let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+            if want(&v) {
+                return v;
+            }
+            assert!(Instant::now() < deadline, "{what} not within 20 s: {v:#}");
+        } else {
+            assert!(Instant::now() < deadline, "no status within 20 s");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// An operator's pause is a state of its own, saying who: `edgerec ctl
+/// pause` on the control socket turns the status (text and JSON), the
+/// `/diagnostics`-shaped reasons and the LEDs to `paused` with the uid and
+/// pid that asked; `resume` turns them back.
+#[test]
+fn an_operators_pause_is_a_state_that_says_who() {
+    if edgerec_testkit::skip_if_cannot_exec(BIN) {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    fake_leds(d.path());
+    let port = free_port();
+    let cfg = d.path().join("edgerec.toml");
+    let text = config(d.path(), port)
+        .replace(
+            "prometheus = ",
+            &format!(
+                "control_socket = \"{}/ctl.sock\"\nprometheus = ",
+                d.path().display()
+            ),
+        )
+        .replacen(
+            "[[sources.synthetic]]",
+            "paused = { \"green\" = \"blink:100/900\" }\n\n[[sources.synthetic]]",
+            1,
+        );
+    std::fs::write(&cfg, text).unwrap();
+    let child = Command::new(BIN)
+        .args([
+            "run",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--duration",
+            "30s",
+        ])
+        .env("EDGEREC_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _child = Kill(child);
+    status_until(&cfg, "recording", |v| {
+        v["state"] == "degraded" && v["uptime_s"].as_f64().unwrap_or(0.0) >= 1.0
+    });
+    let ctl = |verb: &str| {
+        let o = Command::new(BIN)
+            .args(["ctl", "--config", cfg.to_str().unwrap(), verb])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "ctl {verb}: {o:?}");
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let reply = ctl("pause");
+    assert!(reply.contains("\"paused\":true"), "{reply}");
+    // SAFETY: getuid has no preconditions.
+    let uid = unsafe { libc::getuid() };
+    let v = status_until(&cfg, "paused", |v| v["state"] == "paused");
+    let by = v["pause"]["by"].as_str().unwrap();
+    assert!(by.starts_with(&format!("uid {uid} (pid ")), "{v:#}");
+    assert_eq!(v["reasons"][0], format!("paused by {by}"), "{v:#}");
+    assert!(v["pause"]["since_unix_ns"].as_u64().unwrap() > 0);
+    // The clock is still unlocked; it is listed after the pause.
+    assert!(
+        v["reasons"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r == "clock unlocked"),
+        "{v:#}"
+    );
+    let t = Command::new(BIN)
+        .args(["status", "--config", cfg.to_str().unwrap()])
+        .output()
+        .unwrap();
+    let t = String::from_utf8_lossy(&t.stdout);
+    assert!(
+        t.starts_with(&format!("state:     paused: paused by {by}")),
+        "{t}"
+    );
+    assert!(t.contains(&format!("paused:    by {by}, ")), "{t}");
+    // The LEDs show the pause's own pattern (the red one is off).
+    let leds = d.path().join("leds");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while read(&leds.join("green/delay_on")) != "100" && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    assert_eq!(read(&leds.join("green/trigger")), "timer");
+    assert_eq!(read(&leds.join("green/delay_on")), "100");
+    assert_eq!(read(&leds.join("green/delay_off")), "900");
+    assert_eq!(read(&leds.join("red/brightness")), "0");
+
+    let reply = ctl("resume");
+    assert!(reply.contains("\"paused\":false"), "{reply}");
+    let v = status_until(&cfg, "the end of the pause", |v| v["state"] != "paused");
+    assert!(v["pause"].is_null(), "{v:#}");
+    assert!(!v["reasons"].to_string().contains("paused by"), "{v:#}");
 }

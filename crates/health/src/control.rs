@@ -68,6 +68,8 @@ pub struct RecordingView {
     pub controls: Option<crate::status::ControlsView>,
     /// Offload; `None` when it is off.
     pub offload: Option<crate::status::OffloadView>,
+    /// The operator's pause; `None` while recording.
+    pub paused: Option<crate::status::PauseStatus>,
 }
 
 /// One channel's counters since the start.
@@ -285,6 +287,7 @@ impl Control {
             recording: rec.recording,
             storage_fault: rec.fault.clone(),
             disk_full: rec.disk_full.is_some(),
+            paused_by: rec.paused.as_ref().map(|p| p.by.clone()),
             clock_unlocked: clock.as_ref().is_some_and(|c| c.unlocked),
             drops_rising: rising,
             disk_low,
@@ -377,6 +380,7 @@ impl Control {
             ros: rec.ros.clone(),
             controls: rec.controls.clone(),
             offload: rec.offload.clone(),
+            pause: rec.paused.clone(),
         };
         self.board.publish(&snapshot);
         if let Some(n) = &self.notifier {

@@ -1,7 +1,8 @@
 //! The recorder's health as one word and its reasons: a pure function of
 //! what the other parts report, with one fixed precedence (booting first,
-//! then fault > disk-full > degraded > recording > idle), so the status
-//! snapshot, `systemctl status` and the LEDs always agree on what to show.
+//! then fault > disk-full > paused > degraded > recording > idle), so the
+//! status snapshot, `systemctl status` and the LEDs always agree on what
+//! to show.
 
 use std::fmt;
 use std::str::FromStr;
@@ -27,21 +28,26 @@ pub enum HealthState {
     Fault,
     /// The disk is full and recording is paused.
     DiskFull,
+    /// An operator paused the recording (`edgerec ctl pause`, a ROS 2
+    /// `pause` service): sources run, nothing is written.
+    Paused,
 }
 
 impl HealthState {
     /// Every state, in declaration order.
-    pub const ALL: [HealthState; 6] = [
+    pub const ALL: [HealthState; 7] = [
         HealthState::Booting,
         HealthState::Idle,
         HealthState::Recording,
         HealthState::Degraded,
         HealthState::Fault,
         HealthState::DiskFull,
+        HealthState::Paused,
     ];
 
     /// The state's name as written in the configuration and the status:
-    /// `booting`, `idle`, `recording`, `degraded`, `fault`, `disk-full`.
+    /// `booting`, `idle`, `recording`, `degraded`, `fault`, `disk-full`,
+    /// `paused`.
     pub fn name(self) -> &'static str {
         match self {
             HealthState::Booting => "booting",
@@ -50,6 +56,7 @@ impl HealthState {
             HealthState::Degraded => "degraded",
             HealthState::Fault => "fault",
             HealthState::DiskFull => "disk-full",
+            HealthState::Paused => "paused",
         }
     }
 }
@@ -62,7 +69,7 @@ impl fmt::Display for HealthState {
 
 /// A name that is not a [`HealthState`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown health state `{0}` (health states: booting, idle, recording, degraded, fault, disk-full)")]
+#[error("unknown health state `{0}` (health states: booting, idle, recording, degraded, fault, disk-full, paused)")]
 pub struct UnknownHealthState(pub String);
 
 impl FromStr for HealthState {
@@ -88,6 +95,8 @@ pub struct HealthInputs {
     pub storage_fault: Option<String>,
     /// The disk is full and recording is paused.
     pub disk_full: bool,
+    /// Who paused the recording, while an operator has it paused.
+    pub paused_by: Option<String>,
     /// The recording clock is not locked (see `edgerec-clock`).
     pub clock_unlocked: bool,
     /// Topics whose drop counters rose within the drops window (see
@@ -123,6 +132,9 @@ pub fn evaluate(inputs: &HealthInputs) -> (HealthState, Vec<String>) {
     if inputs.disk_full {
         reasons.push("disk full".to_owned());
     }
+    if let Some(who) = &inputs.paused_by {
+        reasons.push(format!("paused by {who}"));
+    }
     let before_degraded = reasons.len();
     if inputs.clock_unlocked {
         reasons.push("clock unlocked".to_owned());
@@ -146,6 +158,8 @@ pub fn evaluate(inputs: &HealthInputs) -> (HealthState, Vec<String>) {
         HealthState::Fault
     } else if inputs.disk_full {
         HealthState::DiskFull
+    } else if inputs.paused_by.is_some() && inputs.recording {
+        HealthState::Paused
     } else if degraded {
         HealthState::Degraded
     } else if inputs.recording {
@@ -262,6 +276,30 @@ mod tests {
 
         inputs.booting = true;
         assert_eq!(evaluate(&inputs).0, HealthState::Booting);
+    }
+
+    #[test]
+    fn an_operators_pause_shows_above_degraded_and_below_disk_full() {
+        let mut inputs = HealthInputs {
+            recording: true,
+            clock_unlocked: true,
+            paused_by: Some("uid 1000 (alice, pid 42)".to_owned()),
+            ..HealthInputs::default()
+        };
+        let (state, reasons) = evaluate(&inputs);
+        assert_eq!(state, HealthState::Paused);
+        assert_eq!(
+            reasons,
+            ["paused by uid 1000 (alice, pid 42)", "clock unlocked"]
+        );
+        inputs.disk_full = true;
+        assert_eq!(evaluate(&inputs).0, HealthState::DiskFull);
+        // Nothing recorded, nothing to pause.
+        let idle = HealthInputs {
+            paused_by: Some("uid 0".to_owned()),
+            ..HealthInputs::default()
+        };
+        assert_eq!(evaluate(&idle).0, HealthState::Idle);
     }
 
     #[test]

@@ -85,6 +85,18 @@ pub struct StatusSnapshot {
     pub controls: Option<ControlsView>,
     /// Offload to the fleet's store; absent with `offload.upload = "none"`.
     pub offload: Option<OffloadView>,
+    /// The operator's pause: who and since when; absent while recording.
+    pub pause: Option<PauseStatus>,
+}
+
+/// An operator's pause, in the snapshot.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PauseStatus {
+    /// Who asked: `uid N (NAME, pid P)` on the control socket, the DDS
+    /// client's GUID from a ROS 2 service.
+    pub by: String,
+    /// When, ns since the Unix epoch (system clock).
+    pub since_unix_ns: u64,
 }
 
 /// Offload inside the running recorder, in the snapshot.
@@ -345,7 +357,7 @@ impl StatusSnapshot {
         let mut out = Vec::new();
         let recorder_level = match self.state {
             HealthState::Fault => level::ERROR,
-            HealthState::Degraded | HealthState::DiskFull => level::WARN,
+            HealthState::Degraded | HealthState::DiskFull | HealthState::Paused => level::WARN,
             _ => level::OK,
         };
         let mut values = vec![
@@ -353,6 +365,13 @@ impl StatusSnapshot {
             ("uptime_s".to_owned(), format!("{:.0}", self.uptime_s)),
             ("version".to_owned(), self.version.clone()),
         ];
+        if let Some(p) = &self.pause {
+            values.push(("paused_by".to_owned(), p.by.clone()));
+            values.push((
+                "paused_since_unix_ns".to_owned(),
+                p.since_unix_ns.to_string(),
+            ));
+        }
         for s in &self.stages {
             values.push((
                 format!("stage {}", s.name),
@@ -995,6 +1014,14 @@ pub fn render_text(v: &Value) -> String {
         s("/version"),
         n("/uptime_s").unwrap_or(0.0)
     ));
+    if let Some(p) = v.get("pause").filter(|p| !p.is_null()) {
+        let since = p.get("since_unix_ns").and_then(Value::as_u64).unwrap_or(0);
+        let ago = u("/time_unix_ns").unwrap_or(since).saturating_sub(since) / 1_000_000_000;
+        line(format!(
+            "paused:    by {}, {ago} s ago: nothing is written until `edgerec ctl resume`",
+            p.get("by").and_then(Value::as_str).unwrap_or("-"),
+        ));
+    }
     if let Some(f) = v.get("last_fault").filter(|f| !f.is_null()) {
         line(format!(
             "last fault: {} (stage {}, silent {} ms)",
@@ -1432,6 +1459,7 @@ mod tests {
             ros: None,
             controls: None,
             offload: None,
+            pause: None,
         }
     }
 
@@ -1545,6 +1573,49 @@ mod tests {
         // The booting answer renders too.
         let b: Value = serde_json::from_str(BOOTING).unwrap();
         assert!(render_text(&b).starts_with("state:     booting: starting"));
+    }
+
+    #[test]
+    fn a_pause_says_who_in_the_text_the_json_and_the_diagnostics() {
+        let mut snap = snapshot();
+        snap.state = HealthState::Paused;
+        snap.reasons = vec!["paused by uid 1000 (pid 42)".into()];
+        snap.time_unix_ns = 1_765_000_000_000_000_000;
+        snap.pause = Some(PauseStatus {
+            by: "uid 1000 (pid 42)".into(),
+            since_unix_ns: snap.time_unix_ns - 90_000_000_000,
+        });
+        let v = serde_json::to_value(&snap).unwrap();
+        assert_eq!(v["state"], "paused");
+        assert_eq!(v["pause"]["by"], "uid 1000 (pid 42)");
+        let t = render_text(&v);
+        assert!(
+            t.starts_with("state:     paused: paused by uid 1000 (pid 42)"),
+            "{t}"
+        );
+        assert!(
+            t.contains("paused:    by uid 1000 (pid 42), 90 s ago: nothing is written until `edgerec ctl resume`\n"),
+            "{t}"
+        );
+        let rec = snap
+            .diagnostics()
+            .into_iter()
+            .find(|d| d.name == "edgerec: recorder")
+            .expect("recorder diagnostic");
+        assert_eq!(rec.level, level::WARN);
+        assert!(
+            rec.message.contains("paused by uid 1000"),
+            "{}",
+            rec.message
+        );
+        assert!(rec
+            .values
+            .contains(&("paused_by".to_owned(), "uid 1000 (pid 42)".to_owned())));
+        // Recording: no pause, no line.
+        snap.pause = None;
+        snap.state = HealthState::Degraded;
+        let t = render_text(&serde_json::to_value(&snap).unwrap());
+        assert!(!t.contains("\npaused:"), "{t}");
     }
 
     #[test]

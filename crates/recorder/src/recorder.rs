@@ -23,7 +23,7 @@ use crate::events::EventsStatus;
 use crate::segment::{ClosedSegment, Session};
 use crate::sequencer::{Sequencer, SequencerOutput, SequencerState, MAX_CHUNKS_IN_FLIGHT};
 use crate::stage::{spawn_stage, StageBeat, StageHandle, Stages, Stuck, WorkQueue};
-use crate::status::{ChannelStatus, RecorderState, RecorderStatus};
+use crate::status::{ChannelStatus, PauseMark, RecorderState, RecorderStatus};
 use crate::{RecorderError, RecorderOptions};
 
 /// Width of the bins of [`RecordingReport::bytes_per_bin`]: fine enough
@@ -85,6 +85,8 @@ pub struct StatusHandle {
     fallback_reason: Option<String>,
     started: Instant,
     events: Option<EventsHandle>,
+    /// The operator's pause, set with the intake's hold.
+    pause: Arc<Mutex<Option<PauseMark>>>,
 }
 
 impl std::fmt::Debug for StatusHandle {
@@ -100,20 +102,30 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl StatusHandle {
-    /// Pauses recording (the operator's `pause`): sources keep running and
-    /// their messages are let go, not counted as drops; the open segment
-    /// stays open. Idempotent.
-    pub fn pause(&self) {
-        if !self.intake.is_held() {
-            tracing::info!("recording paused");
+    /// Pauses recording (the operator's `pause`, `who` asked): sources
+    /// keep running and their messages are let go, not counted as drops;
+    /// the open segment stays open. The status shows who paused and
+    /// since when. Idempotent: a second pause keeps the first's mark.
+    pub fn pause(&self, who: &str) {
+        let mut mark = lock(&self.pause);
+        if mark.is_none() {
+            tracing::info!("recording paused by {who}");
+            *mark = Some(PauseMark {
+                by: who.to_owned(),
+                since_unix_ns: std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_nanos() as u64)
+                    .unwrap_or(0),
+            });
         }
         self.intake.set_held(true);
     }
 
-    /// Resumes after [`pause`](Self::pause). Idempotent.
-    pub fn resume(&self) {
-        if self.intake.is_held() {
-            tracing::info!("recording resumed");
+    /// Resumes after [`pause`](Self::pause) (`who` asked). Idempotent.
+    pub fn resume(&self, who: &str) {
+        let mut mark = lock(&self.pause);
+        if let Some(m) = mark.take() {
+            tracing::info!("recording resumed by {who} (paused by {} before)", m.by);
         }
         self.intake.set_held(false);
     }
@@ -184,6 +196,7 @@ impl StatusHandle {
                     .map(|d| format!("stage {} died: {}", d.stage, d.message))
             }),
             disk_full,
+            paused: lock(&self.pause).clone(),
             deleted_unsent: self.counters.deleted_unsent.load(Ordering::Relaxed),
             deleted_sent: self.counters.deleted_sent.load(Ordering::Relaxed),
             channels: self
@@ -511,6 +524,7 @@ impl Recorder {
             fallback_reason,
             started: Instant::now(),
             events: events_handle,
+            pause: Arc::new(Mutex::new(None)),
         };
         Ok(Self {
             events: events_stage,

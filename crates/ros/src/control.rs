@@ -505,10 +505,10 @@ mod tests {
 /// What a command acts on: the running recorder, as the binary wires it.
 pub trait Controls: Send + Sync {
     /// Stop writing messages (sources keep running; nothing counts as a
-    /// drop).
-    fn pause(&self);
-    /// Write messages again.
-    fn resume(&self);
+    /// drop); `who` asked, and the status shows it.
+    fn pause(&self, who: &str);
+    /// Write messages again; `who` asked.
+    fn resume(&self, who: &str);
     /// True while paused.
     fn is_paused(&self) -> bool;
     /// Close the open segment and start the next.
@@ -602,11 +602,11 @@ pub fn execute(c: &dyn Controls, cmd: &Command) -> Reply {
 pub fn execute_as(c: &dyn Controls, cmd: &Command, who: &str) -> Reply {
     let (ok, message) = match cmd {
         Command::Pause => {
-            c.pause();
+            c.pause(who);
             (true, "recording paused".to_owned())
         }
         Command::Resume => {
-            c.resume();
+            c.resume(who);
             (true, "recording resumed".to_owned())
         }
         Command::IsPaused => (
@@ -671,10 +671,10 @@ mod controls_tests {
     }
 
     impl Controls for Fake {
-        fn pause(&self) {
+        fn pause(&self, _: &str) {
             self.paused.store(true, Ordering::Relaxed);
         }
-        fn resume(&self) {
+        fn resume(&self, _: &str) {
             self.paused.store(false, Ordering::Relaxed);
         }
         fn is_paused(&self) -> bool {

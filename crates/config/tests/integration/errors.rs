@@ -705,7 +705,7 @@ fn led_states_and_patterns() {
         "unknown health state",
         Some(
             "did you mean `recording`? (health states: booting, idle, recording, degraded, \
-             fault, disk-full)",
+             fault, disk-full, paused)",
         ),
     );
     let err = error("[leds.states]\nfault = { status = \"blink:0/100\" }\n");

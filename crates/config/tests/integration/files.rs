@@ -362,7 +362,8 @@ fn led_states_from_the_documented_example() {
             "recording",
             "degraded",
             "fault",
-            "disk-full"
+            "disk-full",
+            "paused"
         ]
     );
     assert_eq!(
