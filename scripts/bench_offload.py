@@ -65,8 +65,8 @@ def drop_caches():
 def store_priority(pid: int, idle: bool) -> None:
     """Every thread of the store's process at SCHED_IDLE (the CPU the
     recorder leaves idle) or back at SCHED_OTHER."""
-    policy = ["--idle", "0"] if idle else ["--other", "0"]
-    r = subprocess.run(["chrt", "-a", *policy[:1], "-p", policy[1], str(pid)],
+    policy = "--idle" if idle else "--other"
+    r = subprocess.run(["chrt", "-a", policy, "-p", "0", str(pid)],
                        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     if r.returncode != 0:
         sys.exit(f"bench_offload: chrt could not set the store's priority: {r.stderr.strip()}")
@@ -147,10 +147,9 @@ drain_on_stop = "0s"
                 extra = offload if kind != "without" else ""
                 run = bench.edgerec(d, secs, bench.IMAGE, extra)
                 res[kind].append(run)
-                if kind == "with":
-                    res["upload_mb_s"].append((shm_bytes(shm) - before) / secs / 1e6)
-                elif kind == "with_store_competing":
-                    res["upload_mb_s_store_competing"].append((shm_bytes(shm) - before) / secs / 1e6)
+                upload = {"with": "upload_mb_s", "with_store_competing": "upload_mb_s_store_competing"}
+                if kind in upload:
+                    res[upload[kind]].append((shm_bytes(shm) - before) / secs / 1e6)
             # The store's copy of this round goes (tmpfs is memory).
             for p in shm.iterdir():
                 if p.is_dir():

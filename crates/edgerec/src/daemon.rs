@@ -20,7 +20,7 @@ use edgerec_health::metrics::{Collector, MetricsOptions};
 use edgerec_health::notify::Notifier;
 use edgerec_health::own_topics;
 use edgerec_health::state::HealthState;
-use edgerec_health::status::{PauseStatus, RealtimeStatus, SourceStatus};
+use edgerec_health::status::{RealtimeStatus, SourceStatus};
 use edgerec_health::status::{StatusBoard, StatusServer};
 use edgerec_health::watchdog::{LinuxWatchdog, Supervisor, SupervisorOptions, WatchdogDevice};
 use edgerec_recorder::{RecorderState, RecorderStatus, StatusHandle, Watch};
@@ -447,10 +447,7 @@ fn recording_view(rec: &RecorderStatus, realtime_priority: u8) -> RecordingView 
         ros: None,
         controls: None,
         offload: None,
-        paused: rec.paused.as_ref().map(|p| PauseStatus {
-            by: p.by.clone(),
-            since_unix_ns: p.since_unix_ns,
-        }),
+        paused: rec.paused.clone(),
         // Read back from /proc each tick: what the kernel gives, not what
         // was asked for.
         realtime: (realtime_priority > 0).then(|| {

@@ -53,7 +53,7 @@ pub use options::{
 };
 pub use recorder::{Recorder, RecordingReport, StatusHandle, THROUGHPUT_BIN};
 pub use sequencer::MAX_CHUNKS_IN_FLIGHT;
-pub use status::{ChannelStatus, PauseMark, RecorderState, RecorderStatus};
+pub use status::{ChannelStatus, RecorderState, RecorderStatus};
 
 /// Errors of starting and running a recording.
 #[derive(Debug, thiserror::Error)]

@@ -9,7 +9,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use edgerec_format::chunk::ChunkCompressor;
-use edgerec_source::{Intake, MemoryBudget, RecordingClock, Source, Supervisor, SupervisorView};
+use edgerec_health::status::PauseStatus;
+use edgerec_source::{
+    Intake, MemoryBudget, RecordingClock, Source, Supervisor, SupervisorView, SystemClock,
+};
 
 use crate::chunker::{ChunkLimits, Chunker};
 use crate::closer::{CloseJob, Closer, CloserOutput};
@@ -23,7 +26,7 @@ use crate::events::EventsStatus;
 use crate::segment::{ClosedSegment, Session};
 use crate::sequencer::{Sequencer, SequencerOutput, SequencerState, MAX_CHUNKS_IN_FLIGHT};
 use crate::stage::{spawn_stage, StageBeat, StageHandle, Stages, Stuck, WorkQueue};
-use crate::status::{ChannelStatus, PauseMark, RecorderState, RecorderStatus};
+use crate::status::{ChannelStatus, RecorderState, RecorderStatus};
 use crate::{RecorderError, RecorderOptions};
 
 /// Width of the bins of [`RecordingReport::bytes_per_bin`]: fine enough
@@ -86,7 +89,7 @@ pub struct StatusHandle {
     started: Instant,
     events: Option<EventsHandle>,
     /// The operator's pause, set with the intake's hold.
-    pause: Arc<Mutex<Option<PauseMark>>>,
+    pause: Arc<Mutex<Option<PauseStatus>>>,
 }
 
 impl std::fmt::Debug for StatusHandle {
@@ -110,12 +113,9 @@ impl StatusHandle {
         let mut mark = lock(&self.pause);
         if mark.is_none() {
             tracing::info!("recording paused by {who}");
-            *mark = Some(PauseMark {
+            *mark = Some(PauseStatus {
                 by: who.to_owned(),
-                since_unix_ns: std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .map(|d| d.as_nanos() as u64)
-                    .unwrap_or(0),
+                since_unix_ns: SystemClock.now_ns(),
             });
         }
         self.intake.set_held(true);

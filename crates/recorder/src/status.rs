@@ -108,18 +108,8 @@ pub struct RecorderStatus {
     pub stage_died: Option<crate::stage::StageDeath>,
     /// Event triggers; `None` in `continuous` mode.
     pub events: Option<crate::events::EventsStatus>,
-    /// The operator's pause; `None` while recording.
-    pub paused: Option<PauseMark>,
-}
-
-/// Who paused the recording, and when.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PauseMark {
-    /// Who asked, as the way in names them (`uid N (NAME, pid P)`, a DDS
-    /// GUID).
-    pub by: String,
-    /// When, ns since the Unix epoch (system clock).
-    pub since_unix_ns: u64,
+    /// The operator's pause: who and since when; `None` while recording.
+    pub paused: Option<edgerec_health::status::PauseStatus>,
 }
 
 impl RecorderStatus {
