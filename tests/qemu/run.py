@@ -206,8 +206,8 @@ class Boot:
         if net:
             # QEMU's user-mode network: the guest (10.0.2.15, set by the
             # scenario) reaches this host's loopback as 10.0.2.2, through
-            # QEMU's own sockets; nothing else is configured in the guest
-            # (no DNS), and its configuration names only 10.0.2.2.
+            # QEMU's own sockets; it has no default route and no DNS, and
+            # its configuration names only 10.0.2.2.
             i = self.cmd.index("-nic")
             self.cmd[i:i + 2] = ["-netdev", "user,id=n0", "-device", "virtio-net-pci,netdev=n0"]
         if os.access("/dev/kvm", os.R_OK | os.W_OK) and os.uname().machine == "aarch64":
