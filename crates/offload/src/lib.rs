@@ -26,6 +26,7 @@
 //! - [`platform`]: what differs on the laptops the tools run on
 //!   (positioned reads, the page cache, secrets' permissions);
 //! - [`priority`]: the upload's reads at the idle I/O class;
+//! - [`uncached`]: the recording read past the page cache (`O_DIRECT`);
 //! - [`pace`]: the bandwidth cap, kept as bodies go to the connection;
 //! - [`link`]: when the agent may send (time windows, the interface the
 //!   route to the store takes, metered links);
@@ -55,6 +56,7 @@ pub mod queue;
 pub mod reply;
 pub mod s3;
 pub mod settings;
+pub mod uncached;
 pub mod upload;
 
 pub use error::OffloadError;

@@ -19,22 +19,6 @@ pub fn read_at(f: &File, buf: &mut [u8], off: u64) -> io::Result<usize> {
     }
 }
 
-/// Fills `buf` from `off`, or fails with `UnexpectedEof`.
-pub fn read_exact_at(f: &File, mut buf: &mut [u8], mut off: u64) -> io::Result<()> {
-    while !buf.is_empty() {
-        match read_at(f, buf, off) {
-            Ok(0) => return Err(io::Error::from(io::ErrorKind::UnexpectedEof)),
-            Ok(n) => {
-                buf = &mut buf[n..];
-                off += n as u64;
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(())
-}
-
 /// Tells the kernel the pages of `[off, off + len)` are not needed again
 /// (Linux), so an upload does not push the recording out of the page
 /// cache; elsewhere nothing.

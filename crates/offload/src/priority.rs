@@ -1,13 +1,15 @@
-//! The upload's I/O runs at the kernel's idle priority, so reading a
-//! recording to send it never takes disk time from the recorder: under
-//! the BFQ scheduler an idle-class task is served only when no other
-//! asks; under `none` or `mq-deadline` (NVMe's usual) the class is kept
-//! but not enforced, and the page cache is what the upload spares
-//! (`posix_fadvise(DONTNEED)` on what it read). Inside the recorder the
-//! agent's threads also run under `SCHED_IDLE` ([`low_cpu`]), so hashing
-//! and TLS run only on a core the recording's own threads leave idle and
-//! give it back the moment one of them wakes, and take what is idle
-//! otherwise.
+//! The upload's I/O runs in the kernel's idle class, so reading a
+//! recording to send it takes only the disk time the recorder leaves:
+//! BFQ serves an idle-class task when no other asks, mq-deadline (Linux
+//! 5.14 on, the Orin's 5.15 included) dispatches its requests after the
+//! others' and sends one that waited `prio_aging_expire` (10 s), and
+//! `none` keeps the class but ignores it. The reads themselves go past
+//! the page cache ([`crate::uncached`]: `O_DIRECT` where the file system
+//! takes it), so they are the upload's own requests at its class and
+//! leave the recording's pages alone. Inside the recorder the agent's
+//! threads also run under `SCHED_IDLE` ([`low_cpu`]), so hashing and TLS
+//! run only on a core the recording's own threads leave idle and give it
+//! back the moment one of them wakes, and take what is idle otherwise.
 
 /// The nice value the upload threads take besides (and instead, where
 /// `SCHED_IDLE` is refused): a CFS weight of 110 against 1024 for nice 0.

@@ -4,8 +4,8 @@
 //! cut for `edgerec recover`) are not sent. A file goes in one PUT when it
 //! fits in a part, else as a multipart upload whose parts are read with
 //! `pread` and sent `concurrency` at a time, each with its Content-MD5;
-//! what was read is dropped from the page cache, so an upload does not
-//! push the recording's pages out. Each part is read once: its MD5 is
+//! they are read past the page cache ([`crate::uncached`]), so an upload
+//! does not push the recording's pages out. Each part is read once: its MD5 is
 //! computed (the request's Content-MD5, so the store refuses bytes other
 //! than the ones hashed) and it is fed, in order, to the file's SHA-256
 //! (for the manifest, and a single PUT's metadata). After the upload the
@@ -29,9 +29,10 @@ use crate::error::io;
 use crate::journal::{Entry, Header, Journal, Part};
 use crate::key::{date_from_session, date_from_unix, object_key, KeyParts};
 use crate::manifest::MANIFEST;
-use crate::platform::{drop_cache, mtime_ns, read_at, read_exact_at};
+use crate::platform::mtime_ns;
 use crate::s3::Client;
 use crate::settings::Settings;
+use crate::uncached::{ReadBuf, Uncached};
 use crate::OffloadError;
 
 /// S3 takes at most this many parts.
@@ -308,8 +309,7 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 /// The [`Digests`] of `path` sent in parts of `part_size` (one part when
-/// it is no larger), read once through a 1 MiB buffer and let go of in
-/// the page cache.
+/// it is no larger), read once in 1 MiB chunks past the page cache.
 pub fn digests(path: &Path, part_size: u64) -> Result<Digests, OffloadError> {
     let part_size = part_size.max(1);
     let mut sha = sha2::Sha256::new();
@@ -348,20 +348,19 @@ fn whole_md5(path: &Path) -> Result<String, OffloadError> {
     Ok(hex(&h.finalize()))
 }
 
-/// Reads `path` once through a 1 MiB buffer, handing each chunk to
-/// `each` and letting go of it in the page cache; the bytes read.
+/// Reads `path` once in 1 MiB chunks past the page cache (`Uncached`),
+/// handing each chunk to `each`; the bytes read.
 fn read_through(path: &Path, mut each: impl FnMut(&[u8])) -> Result<u64, OffloadError> {
-    let f = std::fs::File::open(path).map_err(io(path, "open"))?;
-    let mut buf = vec![0u8; 1 << 20];
+    let f = Uncached::open(path).map_err(io(path, "open"))?;
+    let mut buf = ReadBuf::default();
     let mut off = 0u64;
     loop {
-        let n = read_at(&f, &mut buf, off).map_err(io(path, "read"))?;
-        if n == 0 {
+        let chunk = f.read(&mut buf, off, 1 << 20).map_err(io(path, "read"))?;
+        if chunk.is_empty() {
             return Ok(off);
         }
-        each(&buf[..n]);
-        drop_cache(&f, off, n as u64);
-        off += n as u64;
+        each(chunk);
+        off += chunk.len() as u64;
     }
 }
 
@@ -681,8 +680,8 @@ impl Uploader {
         progress: &(dyn Fn(u64) + Sync),
     ) -> Result<(Digests, u64, u64), OffloadError> {
         let n = size.div_ceil(self.part_size) as usize;
-        let file = std::fs::File::open(&f.path).map_err(io(&f.path, "open"))?;
-        let meta = file.metadata().map_err(io(&f.path, "read"))?;
+        let file = Uncached::open(&f.path).map_err(io(&f.path, "open"))?;
+        let meta = file.file().metadata().map_err(io(&f.path, "read"))?;
         let header = Header {
             v: 1,
             endpoint: self.endpoint.clone(),
@@ -715,7 +714,7 @@ impl Uploader {
         std::thread::scope(|s| {
             for _ in 0..self.concurrency.min(n) {
                 s.spawn(|| {
-                    let mut buf = Vec::new();
+                    let mut buf = ReadBuf::default();
                     while !failed.load(Ordering::Relaxed) {
                         let i = next.fetch_add(1, Ordering::Relaxed);
                         if i >= n {
@@ -724,15 +723,20 @@ impl Uploader {
                         let off = i as u64 * self.part_size;
                         let len = self.part_size.min(size - off) as usize;
                         let number = (i + 1) as u16;
-                        buf.resize(len, 0);
-                        if let Err(e) = read_exact_at(&file, &mut buf, off) {
-                            fail(io(&f.path, "read")(e));
-                            break;
-                        }
-                        drop_cache(&file, off, len as u64);
-                        let digest: [u8; 16] = md5::Md5::digest(&buf).into();
+                        let buf = match file.read(&mut buf, off, len) {
+                            Ok(b) if b.len() == len => b,
+                            Ok(_) => {
+                                fail(changed(&f.path));
+                                break;
+                            }
+                            Err(e) => {
+                                fail(io(&f.path, "read")(e));
+                                break;
+                            }
+                        };
+                        let digest: [u8; 16] = md5::Md5::digest(buf).into();
                         lock(&md5s)[i] = digest;
-                        if !order.feed(i, &buf, &failed) {
+                        if !order.feed(i, buf, &failed) {
                             break;
                         }
                         let md5 = base64_md5(&digest);
@@ -749,7 +753,7 @@ impl Uploader {
                         }
                         let part = self
                             .client
-                            .upload_part(&f.key, &id, number, &buf, &md5)
+                            .upload_part(&f.key, &id, number, buf, &md5)
                             .and_then(|etag| {
                                 // Durable before it counts as sent.
                                 if let Some(e) = lock(&entry).as_mut() {
