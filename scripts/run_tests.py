@@ -37,11 +37,19 @@ MEASURED = {
     "edgerec/trigger_flood": 21, "edgerec/ros_burst": 21,
     "edgerec-recorder/pipeline": 18, "edgerec/bus_udp": 17,
     "edgerec/supervision": 17, "edgerec-recorder/triggers": 17,
-    "edgerec/ros_record": 15, "edgerec/offload_run": 90, "edgerec/cli": 15,
+    "edgerec/ros_record": 15, "edgerec/offload_run": 61, "edgerec/cli": 15,
     "edgerec/ros_control": 14, "edgerec-clock/ptp4l_peer": 13,
     "edgerec/triggers_ros": 13, "edgerec/ros_hostile": 7, "edgerec-ros/dds_smoke": 7,
     "edgerec-format/recover": 7, "edgerec/export_video": 7, "edgerec-camera/stall": 6,
 }
+
+
+# Binaries whose tests wait on a store, a fault proxy's outage or a
+# recording's seconds, and assert what arrived, not how fast: their
+# tests run this many at a time (libtest's --test-threads; its default
+# is the number of cores). offload_run alone took 120 s two at a time
+# and 61 s ten at a time, its 30 s store outage the longest (2026-12-07).
+TEST_THREADS = {"edgerec/offload_run": 10, "edgerec/upload": 4}
 
 
 # Binaries whose tests assert a rate or a zero-drop flood (100k UDP
@@ -120,6 +128,8 @@ class Running:
         env = dict(os.environ)
         if "exe" in job:
             cmd = [job["exe"]]
+            if job["id"] in TEST_THREADS:
+                cmd.append(f"--test-threads={TEST_THREADS[job['id']]}")
             env["CARGO_MANIFEST_DIR"] = job["dir"]
             env["CARGO_PKG_NAME"] = job["package"]
             cwd = job["dir"]

@@ -724,7 +724,7 @@ class PowerCut(Scenario):
 
 class Watchdog(Scenario):
     name = "watchdog"
-    what = ("i6300esb armed; SIGUSR2 stalls storage; reset; next boot reports the fault; 60 s healthy run; "
+    what = ("i6300esb armed; SIGUSR2 stalls storage; reset; next boot reports the fault; 30 s healthy run; "
             "a start-up error after arming disarms it")
     TIMEOUT_S = 4
     # Not 1 s: the control stage beats once per 1 s tick, so a 1 s deadline
@@ -733,12 +733,12 @@ class Watchdog(Scenario):
     DEADLINE_S = 2
     # Emulation lag and the guest's console on top of the design bound.
     MARGIN_S = 3.0
-    HEALTHY_S = 60
+    HEALTHY_S = 30
 
     def run(self):
         cfg = config(watchdog="/dev/watchdog0", watchdog_timeout=f"{self.TIMEOUT_S}s",
                      stage_deadline=f"{self.DEADLINE_S}s", extra=RETENTION)
-        # Room for the 60 s healthy run at full rate (a sparse file: only
+        # Room for the 30 s healthy run at full rate (a sparse file: only
         # what is written takes space on the host).
         # A configuration that fails only after the watchdog is armed: the
         # PHC it names does not exist (step 4).
