@@ -682,13 +682,23 @@ section! {
         /// Unix socket serving the status snapshot (`edgerec status`); empty =
         /// none. Default `/run/edgerec/status.sock`.
         status_socket: PathBuf = PathBuf::from("/run/edgerec/status.sock"), path();
-        /// Unix socket (mode 0660) taking `edgerec ctl` commands: pause,
-        /// resume, split, is-paused, trigger; empty = none (default; the
-        /// board's configuration sets `/run/edgerec/control.sock`).
+        /// Unix socket taking `edgerec ctl` and `edgerec offload` commands:
+        /// pause, resume, split, is-paused, trigger; empty = none (default;
+        /// the board's configuration sets `/run/edgerec/control.sock`). Any
+        /// local user may connect (mode 0666); each request is allowed or
+        /// refused by who sent it, as the kernel says (`SO_PEERCRED`):
+        /// see `control_group` and `read_group`.
         control_socket: PathBuf = PathBuf::new(), path();
-        /// Group that may use the control socket (besides its owner); empty
-        /// = the recorder's own group (default).
+        /// Group whose members may control the recorder on the control
+        /// socket (pause, resume, split, trigger, offload pause, resume and
+        /// retry), besides root and the recorder's own user; empty = the
+        /// recorder's own group (default). The board's is `edgerec`.
         control_group: String = String::new(), string();
+        /// Group whose members may ask the control socket what does not
+        /// change anything (is-paused, offload status), besides those who
+        /// may control; empty = none (default). The board's is
+        /// `edgerec-read`.
+        read_group: String = String::new(), string();
         /// `trigger` and `split` commands one requester (a local user, a
         /// ROS 2 client) may give a second, on average; more are refused
         /// and counted. 1 to 1000. Default 10.

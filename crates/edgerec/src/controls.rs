@@ -3,7 +3,8 @@
 
 use std::sync::Arc;
 
-use edgerec_health::ctl::{Access, CtlHandler, CtlServer, Peer};
+use edgerec_health::access::{Need, Policy};
+use edgerec_health::ctl::{user_name, Access, CtlHandler, CtlServer, Peer};
 use edgerec_offload::agent::AgentView;
 use edgerec_recorder::StatusHandle;
 use edgerec_ros::control::{execute_in, Command, ControlSlot, Controls, OffloadVerb, Reply};
@@ -72,45 +73,77 @@ impl Controls for RecorderControls {
     }
 }
 
-/// The control socket, serving the commands in `slot`.
-pub fn serve(path: &std::path::Path, group: &str, slot: ControlSlot) -> anyhow::Result<CtlServer> {
-    let gid = if group.is_empty() {
-        None
-    } else {
-        Some(group_id(group)?)
-    };
-    let handler: CtlHandler =
-        Arc::new(
-            move |line: &str, peer: &Peer| match line.parse::<Command>() {
-                Ok(cmd) => {
-                    let who = Requester::Local {
-                        uid: peer.uid,
-                        pid: peer.pid,
-                    };
-                    execute_in(&slot, &cmd, &who).json()
-                }
-                Err(e) => Reply {
-                    ok: false,
-                    paused: false,
-                    message: format!("{e}"),
-                }
-                .json(),
+/// The control socket, serving the commands in `slot` to the peers
+/// `health.control_group` and `health.read_group` allow (root and the
+/// recorder's own user always). Every request that reaches a command is
+/// logged under the `edgerec::audit` target: who (uid, user, pid), what,
+/// and whether it was carried out or refused, and why.
+pub fn serve(
+    path: &std::path::Path,
+    control_group: &str,
+    read_group: &str,
+    slot: ControlSlot,
+) -> anyhow::Result<CtlServer> {
+    let policy = Policy::from_names(control_group, read_group)?;
+    let handler: CtlHandler = Arc::new(move |line: &str, peer: &Peer| {
+        let who = Requester::Local {
+            uid: peer.uid,
+            pid: peer.pid,
+            user: user_name(peer.uid),
+        };
+        let reply = match line.parse::<Command>() {
+            Ok(cmd) => {
+                let need = if cmd.changes_anything() {
+                    Need::Control
+                } else {
+                    Need::Read
+                };
+                let reply = match policy.check(peer, need, cmd.verb()) {
+                    Ok(()) => execute_in(&slot, &cmd, &who),
+                    Err(refused) => Reply {
+                        ok: false,
+                        paused: false,
+                        message: refused,
+                    },
+                };
+                audit(&who, &cmd.to_string(), &reply);
+                reply
+            }
+            Err(e) => Reply {
+                ok: false,
+                paused: false,
+                message: format!("{e}"),
             },
-        );
-    Ok(CtlServer::unix(path, Access { gid }, handler)?)
+        };
+        reply.json()
+    });
+    Ok(CtlServer::unix(
+        path,
+        // Any local user may connect: the policy above decides.
+        Access {
+            gid: None,
+            mode: 0o666,
+        },
+        handler,
+    )?)
 }
 
-/// The gid of the group named `name`.
-fn group_id(name: &str) -> anyhow::Result<u32> {
-    let c = std::ffi::CString::new(name)
-        .map_err(|_| anyhow::anyhow!("health.control_group {name:?} contains a NUL byte"))?;
-    // SAFETY: getgrnam reads a valid C string; the returned entry is read
-    // at once, before any other call that could overwrite it, on the one
-    // thread that starts the recorder.
-    let gr = unsafe { libc::getgrnam(c.as_ptr()) };
-    if gr.is_null() {
-        anyhow::bail!("health.control_group: no group named {name:?} on this system (add it, or leave the key empty)");
-    }
-    // SAFETY: non-null, pointing at the static entry getgrnam returned.
-    Ok(unsafe { (*gr).gr_gid })
+/// One control request in the journal, with structured fields.
+fn audit(who: &Requester, command: &str, reply: &Reply) {
+    let (uid, pid, user) = match who {
+        Requester::Local { uid, pid, user } => (*uid, *pid, user.as_deref().unwrap_or("")),
+        _ => (u32::MAX, 0, ""),
+    };
+    tracing::info!(
+        target: "edgerec::audit",
+        surface = "control socket",
+        uid,
+        user,
+        pid,
+        command,
+        accepted = reply.ok,
+        result = %reply.message,
+        "{who}: {command}: {}",
+        if reply.ok { "done" } else { "refused" }
+    );
 }

@@ -253,6 +253,9 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
+        // Colour only for a person at a terminal: the journal and log
+        // files get plain text, whose fields tools can match.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     let cli = Cli::parse();
     if !matches!(cli.cmd, Cmd::Run { .. }) {
@@ -734,8 +737,13 @@ fn record(
     )));
     let _ctl = match non_empty_path(&cfg.health.control_socket) {
         Some(p) => Some(
-            controls::serve(p, &cfg.health.control_group, session.controls.clone())
-                .context("health.control_socket")?,
+            controls::serve(
+                p,
+                &cfg.health.control_group,
+                &cfg.health.read_group,
+                session.controls.clone(),
+            )
+            .context("health.control_socket")?,
         ),
         None => None,
     };

@@ -5,6 +5,7 @@
 //! recording.
 #![deny(missing_docs)]
 
+pub mod access;
 pub mod control;
 pub mod ctl;
 pub mod edges;

@@ -92,7 +92,7 @@ pub struct StatusSnapshot {
 /// An operator's pause, in the snapshot.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct PauseStatus {
-    /// Who asked: `uid N (pid P)` on the control socket, `ROS 2 client
+    /// Who asked: `uid N (user, pid P)` on the control socket, `ROS 2 client
     /// GUID` from a ROS 2 service.
     pub by: String,
     /// When, ns since the Unix epoch (system clock).

@@ -116,6 +116,16 @@ pub enum ControlError {
 }
 
 impl Command {
+    /// Whether it changes what the recorder does (pause, resume, split,
+    /// trigger, the offload's pause, resume and retry), as against only
+    /// asking (is-paused, the offload's status).
+    pub fn changes_anything(&self) -> bool {
+        !matches!(
+            self,
+            Command::IsPaused | Command::Offload(OffloadVerb::Status)
+        )
+    }
+
     /// The command's word in the text form (`is-paused`).
     pub fn verb(&self) -> &'static str {
         match self {
@@ -715,7 +725,11 @@ mod controls_tests {
         });
         assert!(slot.set(Arc::new(Fake::default())));
         assert!(!slot.set(Arc::new(Fake::default())));
-        let a = Requester::Local { uid: 1000, pid: 7 };
+        let a = Requester::Local {
+            uid: 1000,
+            pid: 7,
+            user: None,
+        };
         let b = Requester::RosClient { id: "0f".into() };
         for _ in 0..3 {
             assert!(execute_in(&slot, &Command::Split, &a).ok);

@@ -17,7 +17,7 @@
 //! use edgerec_ros::rate_limit::{RateLimiter, RateLimits, Requester};
 //!
 //! let limits = RateLimiter::new(RateLimits { per_second: 1, burst: 2 });
-//! let me = Requester::Local { uid: 1000, pid: 42 };
+//! let me = Requester::Local { uid: 1000, pid: 42, user: None };
 //! let t = Instant::now();
 //! assert!(limits.check(&me, "trigger", t).is_ok());
 //! assert!(limits.check(&me, "trigger", t).is_ok());
@@ -50,6 +50,8 @@ pub enum Requester {
         /// Its process id (shown, not keyed on: each `edgerec ctl` is a
         /// new process).
         pid: u32,
+        /// Its user's name, where the user database has one (shown).
+        user: Option<String>,
     },
     /// A ROS 2 service client: the GUID of the writer of its requests when
     /// discovery knows it, else the writer's local instance handle.
@@ -75,7 +77,12 @@ impl Requester {
 impl fmt::Display for Requester {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Requester::Local { uid, pid } => write!(f, "uid {uid} (pid {pid})"),
+            Requester::Local {
+                uid,
+                pid,
+                user: Some(user),
+            } => write!(f, "uid {uid} ({user}, pid {pid})"),
+            Requester::Local { uid, pid, .. } => write!(f, "uid {uid} (pid {pid})"),
             other => f.write_str(&other.key()),
         }
     }
@@ -276,7 +283,11 @@ mod tests {
     use super::*;
 
     fn local(uid: u32) -> Requester {
-        Requester::Local { uid, pid: 1 }
+        Requester::Local {
+            uid,
+            pid: 1,
+            user: None,
+        }
     }
 
     #[test]
@@ -318,7 +329,15 @@ mod tests {
         let t = Instant::now();
         assert!(l.check(&local(1000), "trigger", t).is_ok());
         assert!(l
-            .check(&Requester::Local { uid: 1000, pid: 2 }, "trigger", t)
+            .check(
+                &Requester::Local {
+                    uid: 1000,
+                    pid: 2,
+                    user: None
+                },
+                "trigger",
+                t
+            )
             .is_err());
         assert!(l.check(&local(1001), "trigger", t).is_ok());
         let ros = Requester::RosClient { id: "ab".into() };

@@ -476,3 +476,14 @@ pub fn skip_if_cannot_exec(bin: &str) -> bool {
     skip::skip(why);
     true
 }
+
+/// A child process killed and reaped when this goes out of scope, so a
+/// failing test leaves no recorder running.
+pub struct KillOnDrop(pub std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

@@ -109,6 +109,7 @@ fn defaults_are_the_documented_values() {
             status_socket: PathBuf::from("/run/edgerec/status.sock"),
             control_socket: PathBuf::new(),
             control_group: String::new(),
+            read_group: String::new(),
             control_rate: 10,
             control_burst: 20,
             record_status: true,
