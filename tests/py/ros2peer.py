@@ -1032,6 +1032,7 @@ def cmd_call(args: argparse.Namespace) -> int:
                 others += 1
                 continue
             emit({"service": args.service, "type": args.type, "client_id": client_id,
+                  "writer_guid": writer.guid.hex,
                   "header_guid": request.header_guid, "header_seq": request.header_seq,
                   "request": body_of(request), "response": body_of(reply),
                   "latency_ms": (time.time_ns() - sent_ns) / 1e6})

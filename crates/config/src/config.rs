@@ -458,6 +458,13 @@ section! {
         /// ROS domain; -1 = `ROS_DOMAIN_ID` from the environment, else 0
         /// (default); 0 to 232 otherwise.
         domain_id: i64 = -1, int(-1..=232);
+        /// Serve rosbag2's recorder services (`~/pause`, `~/resume`,
+        /// `~/is_paused`, `~/split_bagfile`) and `~/trigger` on the
+        /// domain. Off by default: every participant on the domain can
+        /// call them, and DDS says only which writer called (its GUID,
+        /// which the log and the rate limit use), not who is behind it;
+        /// the control socket checks the user. Default false.
+        services: bool = false, boolean();
         /// The recorder's node name. Default `edgerec`.
         node_name: String = "edgerec".to_owned(), read(readers::node_name);
         /// The node's namespace. Default `/`.

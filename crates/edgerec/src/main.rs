@@ -583,8 +583,13 @@ fn start_and_record(
         start_paused,
         controls: controls.clone(),
         ros: ros.map(|r| {
-            r.with_health(ros::health_feed(daemon.board.clone()))
-                .with_controls(controls)
+            let r = r.with_health(ros::health_feed(daemon.board.clone()));
+            // The services only when asked for (`ros.services`).
+            if cfg.ros.services {
+                r.with_controls(controls)
+            } else {
+                r
+            }
         }),
         dir: session_dir,
         cameras,

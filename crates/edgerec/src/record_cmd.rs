@@ -59,6 +59,11 @@ pub struct RecordArgs {
     /// socket while recording.
     #[arg(long = "control-socket")]
     pub control_socket: Option<PathBuf>,
+    /// Serve rosbag2's recorder services (`~/pause`, `~/resume`,
+    /// `~/is_paused`, `~/split_bagfile`) and `~/trigger` to the domain
+    /// (`ros.services`; off unless asked: any participant may call them).
+    #[arg(long)]
+    pub services: bool,
     /// Never print the live status line.
     #[arg(long)]
     pub quiet: bool,
@@ -87,6 +92,9 @@ pub fn config(a: &RecordArgs) -> anyhow::Result<(Config, PathBuf, PathBuf)> {
     }
     let r = &mut cfg.ros;
     r.enabled = true;
+    if a.services {
+        r.services = true;
+    }
     if a.all || !a.topics.is_empty() || a.regex.is_some() {
         r.all = a.all;
         r.topics = a.topics.clone();

@@ -2,8 +2,10 @@
 //! surfaces: `edgerec ctl pause|resume|split|is-paused` on the control
 //! socket and rosbag2's recorder services (`/edgerec/pause`, `resume`,
 //! `is_paused`, `split_bagfile`) called by a Python client speaking
-//! rmw_cyclonedds' framing, against `edgerec record` recording a live
-//! 100 Hz publisher in a network namespace of its own.
+//! rmw_cyclonedds' framing, against `edgerec record --services` recording
+//! a live 100 Hz publisher in a network namespace of its own; each call
+//! is in the audit log with the caller's GUID. Without `--services`
+//! (`ros.services` unset) the same client finds no service at all.
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -61,7 +63,7 @@ fn ctl_and_ros_services_pause_resume_and_split() {
     let record = tmp.path().join("imu.jsonl");
     let edgerec = ns
         .command(BIN)
-        .args(["record", "/imu", "-o"])
+        .args(["record", "/imu", "--services", "-o"])
         .arg(&bag)
         .arg("--control-socket")
         .arg(&sock)
@@ -121,6 +123,7 @@ fn ctl_and_ros_services_pause_resume_and_split() {
     at(start, 6.0);
     let r = call(&ns, "/edgerec/pause", "rosbag2_interfaces/srv/Pause");
     println!("pause: {r}");
+    let pauser = r["writer_guid"].as_str().unwrap().to_owned();
     let r = call(&ns, "/edgerec/is_paused", "rosbag2_interfaces/srv/IsPaused");
     assert!(r.to_string().contains("\"paused\":true"), "{r}");
     at(start, 7.5);
@@ -153,8 +156,19 @@ fn ctl_and_ros_services_pause_resume_and_split() {
     // SAFETY: kill(2) on our child's pid.
     unsafe { libc::kill(edgerec.id() as i32, libc::SIGINT) };
     let out = edgerec.wait_with_output().unwrap();
-    println!("{}", String::from_utf8_lossy(&out.stderr));
+    let log = String::from_utf8_lossy(&out.stderr);
+    println!("{log}");
     assert!(out.status.success());
+    // The ROS 2 pause is in the audit trail with the caller's GUID (the
+    // writer of its requests, from the sample's own information).
+    assert!(
+        log.lines().any(|l| l.contains("edgerec::audit")
+            && l.contains("surface=\"ros services\"")
+            && l.contains(&format!("ROS 2 client {pauser}"))
+            && l.contains("command=pause")
+            && l.contains("accepted=true")),
+        "no audit line for the pause by {pauser}:\n{log}"
+    );
 
     // Two splits: three files. Two pauses: two gaps in what was published,
     // about as long as each pause; nothing else missing; and a pause is
@@ -316,4 +330,70 @@ print(n.get("/tf_static", 0), n.get("/imu", 0))
         (120..=320).contains(&v[1]),
         "IMU messages after resume: {text}"
     );
+}
+
+/// With `ros.services` unset (no `--services`), a client in the same
+/// namespace finds no service of the recorder: neither endpoint of
+/// `/edgerec/pause` is on the domain.
+#[test]
+fn without_services_the_domain_has_none() {
+    let _limit = edgerec_testkit::time_limit(std::time::Duration::from_secs(300));
+    if let Some(why) = netns::skip_reason() {
+        why.report();
+        return;
+    }
+    if edgerec_testkit::python().is_none() {
+        edgerec_testkit::skip::skip("no Python readers (.venv)");
+        return;
+    }
+    let ns = Netns::new();
+    let tmp = tempfile::tempdir().unwrap();
+    let bag = tmp.path().join("bag");
+    let sock = tmp.path().join("ctl.sock");
+    let edgerec = ns
+        .command(BIN)
+        .args(["record", "-a", "-o"])
+        .arg(&bag)
+        .arg("--control-socket")
+        .arg(&sock)
+        .args(["--quiet", "-p", "50"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let _kill = edgerec_testkit::KillOnDrop(edgerec);
+    // Recording (its DDS participant is up) once the socket answers.
+    let t0 = Instant::now();
+    while !sock.exists() && t0.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(ctl(&sock, &["is-paused"])["paused"], false);
+    let out = ns
+        .command(netns::python())
+        .arg(netns::ros2peer())
+        .args([
+            "call",
+            "--service",
+            "/edgerec/pause",
+            "--type",
+            "rosbag2_interfaces/srv/Pause",
+            "--timeout",
+            "5",
+        ])
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.status.success(), "the call was answered: {text}");
+    assert!(
+        text.contains("no service /edgerec/pause")
+            && text.contains("request reader not found")
+            && text.contains("reply writer not found"),
+        "{text}"
+    );
+    // And nothing was paused.
+    assert_eq!(ctl(&sock, &["is-paused"])["paused"], false);
 }

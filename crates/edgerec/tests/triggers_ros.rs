@@ -278,7 +278,7 @@ fn the_trigger_service_makes_a_clip() {
     let bag = tmp.path().join("bag");
     let edgerec = ns
         .command(BIN)
-        .args(["record", "/battery", "--config"])
+        .args(["record", "/battery", "--services", "--config"])
         .arg(&cfg)
         .arg("-o")
         .arg(&bag)

@@ -75,6 +75,7 @@ fn defaults_are_the_documented_values() {
             discovery_interval: Duration::from_millis(100),
             max_topics: 1000,
             domain_id: -1,
+            services: false,
             node_name: "edgerec".to_owned(),
             namespace: "/".to_owned(),
             msg_paths: vec![],

@@ -1064,7 +1064,7 @@ _edgerec() {
             return 0
             ;;
         edgerec__subcmd__record)
-            opts="-a -e -x -p -o -d -b -c -h --all --regex --exclude --exclude-regex --exclude-topic-types --include-hidden-topics --polling-interval --output --max-bag-duration --max-bag-size --compression-format --qos-profile-overrides-path --config --start-paused --control-socket --quiet --help"
+            opts="-a -e -x -p -o -d -b -c -h --all --regex --exclude --exclude-regex --exclude-topic-types --include-hidden-topics --polling-interval --output --max-bag-duration --max-bag-size --compression-format --qos-profile-overrides-path --config --start-paused --control-socket --services --quiet --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0

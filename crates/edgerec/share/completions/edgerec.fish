@@ -64,6 +64,7 @@ complete -c edgerec -n "__fish_edgerec_using_subcommand record" -l control-socke
 complete -c edgerec -n "__fish_edgerec_using_subcommand record" -s a -l all -d 'Record every topic'
 complete -c edgerec -n "__fish_edgerec_using_subcommand record" -l include-hidden-topics -d 'Record hidden topics (a name part starting with `_`) too'
 complete -c edgerec -n "__fish_edgerec_using_subcommand record" -l start-paused -d 'Start paused (latched topics are recorded all the same); `edgerec ctl resume` or the `~/resume` service starts recording'
+complete -c edgerec -n "__fish_edgerec_using_subcommand record" -l services -d 'Serve rosbag2\'s recorder services (`~/pause`, `~/resume`, `~/is_paused`, `~/split_bagfile`) and `~/trigger` to the domain (`ros.services`; off unless asked: any participant may call them)'
 complete -c edgerec -n "__fish_edgerec_using_subcommand record" -l quiet -d 'Never print the live status line'
 complete -c edgerec -n "__fish_edgerec_using_subcommand record" -s h -l help -d 'Print help'
 complete -c edgerec -n "__fish_edgerec_using_subcommand info" -s h -l help -d 'Print help'

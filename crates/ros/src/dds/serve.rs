@@ -69,11 +69,21 @@ impl Services {
                     }
                 };
                 let who = requester(e.requests, writer);
-                let reply = execute_in(&self.slot, &req.command(), &who);
+                let cmd = req.command();
+                let reply = execute_in(&self.slot, &cmd, &who);
+                // The audit trail, as the control socket's: who (the
+                // calling writer's GUID), what, and what came of it.
                 tracing::info!(
+                    target: "edgerec::audit",
+                    surface = "ros services",
+                    client = %who,
+                    service = e.kind.name(),
+                    command = %cmd,
+                    accepted = reply.ok,
+                    result = %reply.message,
                     "~/{} (ROS 2 service, {who}): {}",
                     e.kind.name(),
-                    reply.message
+                    if reply.ok { "done" } else { "refused" }
                 );
                 let response = response_for(e.kind, &reply);
                 match encode_response(e.kind, req.header, &response) {
