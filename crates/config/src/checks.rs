@@ -458,3 +458,29 @@ pub(crate) fn trigger_has_one_source(cx: &Cx, table: &Table, config: &TriggerCon
         },
     }
 }
+
+/// The metrics endpoint stays on loopback unless `prometheus_remote` says
+/// otherwise: it answers anyone who connects.
+pub(crate) fn metrics_on_loopback(cx: &Cx, table: &Table, config: &HealthConfig) -> Result<()> {
+    let Ok(addr) = config.prometheus.parse::<std::net::SocketAddr>() else {
+        return Ok(());
+    };
+    if addr.ip().is_loopback() || config.prometheus_remote {
+        return Ok(());
+    }
+    let Some(field) = table.field("prometheus") else {
+        return Ok(());
+    };
+    Err(cx.at(
+        &field,
+        format!(
+            "health.prometheus {addr} is reachable from other machines, and the metrics \
+             endpoint has no authentication"
+        ),
+        Some(format!(
+            "bind 127.0.0.1:{} (scrape it through an SSH tunnel or a local agent), or set \
+             health.prometheus_remote = true to serve it to the network on purpose",
+            addr.port()
+        )),
+    ))
+}

@@ -719,8 +719,14 @@ section! {
         /// Write the clock's quality into the recording as `/edgerec/clock` at
         /// the clock's poll interval. Default true.
         record_clock: bool = true, boolean();
-        /// Prometheus text endpoint (`127.0.0.1:9464`); empty = off (default).
+        /// Prometheus text endpoint (`127.0.0.1:9464`); empty = off
+        /// (default). A loopback address unless `prometheus_remote`: the
+        /// endpoint has no authentication.
         prometheus: String = String::new(), read(readers::socket_address);
+        /// Let `prometheus` be an address other machines reach (the
+        /// metrics go to whoever asks, unauthenticated). Default false.
+        prometheus_remote: bool = false, boolean(),
+            then checks::metrics_on_loopback;
         /// Free space, in percent of the file system, below which the health
         /// is degraded ("disk low"); 0 to 90. Default 10.
         disk_low_percent: u8 = 10, int(0..=90);

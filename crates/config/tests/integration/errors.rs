@@ -1049,3 +1049,27 @@ fn offload_keys_say_what_is_wrong() {
     assert!(!w[1].contains(13 * 60 + 30));
     assert_eq!(link.offload.metered_interfaces, ["wwan0"]);
 }
+
+#[test]
+fn a_metrics_endpoint_off_loopback_needs_saying_so() {
+    let err = error("[health]\nprometheus = \"0.0.0.0:9464\"\n");
+    assert_error(
+        &err,
+        (2, 14),
+        Some("health.prometheus"),
+        "health.prometheus 0.0.0.0:9464 is reachable from other machines, and the metrics \
+         endpoint has no authentication",
+        Some(
+            "bind 127.0.0.1:9464 (scrape it through an SSH tunnel or a local agent), or set \
+             health.prometheus_remote = true to serve it to the network on purpose",
+        ),
+    );
+    for ok in [
+        "[health]\nprometheus = \"127.0.0.1:9464\"\n",
+        "[health]\nprometheus = \"[::1]:9464\"\n",
+        "[health]\nprometheus = \"0.0.0.0:9464\"\nprometheus_remote = true\n",
+    ] {
+        let config = Config::parse(ok, Path::new("edgerec.toml")).unwrap();
+        assert!(!config.health.prometheus.is_empty(), "{ok}");
+    }
+}

@@ -116,6 +116,7 @@ fn defaults_are_the_documented_values() {
             record_status: true,
             record_clock: true,
             prometheus: String::new(),
+            prometheus_remote: false,
             disk_low_percent: 10,
             drops_window: Duration::from_secs(10),
         },
