@@ -719,6 +719,11 @@ section! {
         /// Write the clock's quality into the recording as `/edgerec/clock` at
         /// the clock's poll interval. Default true.
         record_clock: bool = true, boolean();
+        /// Write each operator's command that changes something (pause,
+        /// resume, split, trigger, the offload's verbs; carried out or
+        /// refused, with who asked) into the recording as `/edgerec/audit`
+        /// (std_msgs/String, JSON, latched). Default true.
+        record_audit: bool = true, boolean();
         /// Prometheus text endpoint (`127.0.0.1:9464`); empty = off
         /// (default). A loopback address unless `prometheus_remote`: the
         /// endpoint has no authentication.

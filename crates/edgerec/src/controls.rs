@@ -5,8 +5,10 @@ use std::sync::Arc;
 
 use edgerec_health::access::{Need, Policy};
 use edgerec_health::ctl::{user_name, Access, CtlHandler, CtlServer, Peer};
+use edgerec_health::own_topics::AuditRecords;
 use edgerec_offload::agent::AgentView;
 use edgerec_recorder::StatusHandle;
+use edgerec_ros::audit::{AuditSink, Audited, Surface};
 use edgerec_ros::control::{execute_in, Command, ControlSlot, Controls, OffloadVerb, Reply};
 use edgerec_ros::rate_limit::Requester;
 
@@ -75,8 +77,8 @@ impl Controls for RecorderControls {
 
 /// The control socket, serving the commands in `slot` to the peers
 /// `health.control_group` and `health.read_group` allow (root and the
-/// recorder's own user always). Every request that reaches a command is
-/// logged under the `edgerec::audit` target: who (uid, user, pid), what,
+/// recorder's own user always). Every request that reaches a command goes
+/// to the audit trail (`ControlSlot::audit`): who (uid, user, pid), what,
 /// and whether it was carried out or refused, and why.
 pub fn serve(
     path: &std::path::Path,
@@ -106,7 +108,7 @@ pub fn serve(
                         message: refused,
                     },
                 };
-                audit(&who, &cmd.to_string(), &reply);
+                slot.audit(Surface::ControlSocket, &who, &cmd, &reply);
                 reply
             }
             Err(e) => Reply {
@@ -128,22 +130,37 @@ pub fn serve(
     )?)
 }
 
-/// One control request in the journal, with structured fields.
-fn audit(who: &Requester, command: &str, reply: &Reply) {
-    let (uid, pid, user) = match who {
-        Requester::Local { uid, pid, user } => (*uid, *pid, user.as_deref().unwrap_or("")),
-        _ => (u32::MAX, 0, ""),
-    };
-    tracing::info!(
-        target: "edgerec::audit",
-        surface = "control socket",
-        uid,
-        user,
-        pid,
-        command,
-        accepted = reply.ok,
-        result = %reply.message,
-        "{who}: {command}: {}",
-        if reply.ok { "done" } else { "refused" }
-    );
+/// Where the audit trail sends each request besides the log: the ones
+/// that change something (carried out or refused) go to `records`, one
+/// JSON object each, for `/edgerec/audit`.
+pub fn audit_sink(records: Arc<AuditRecords>) -> AuditSink {
+    Arc::new(move |a: &Audited<'_>| {
+        if !a.command.changes_anything() {
+            return;
+        }
+        let unix_ns = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        let mut v = serde_json::json!({
+            "unix_ns": unix_ns,
+            "surface": a.surface.as_str(),
+            "who": a.who.to_string(),
+            "command": a.command.to_string(),
+            "accepted": a.reply.ok,
+            "result": a.reply.message,
+        });
+        match a.who {
+            Requester::Local { uid, pid, user } => {
+                v["uid"] = (*uid).into();
+                v["pid"] = (*pid).into();
+                if let Some(u) = user {
+                    v["user"] = u.as_str().into();
+                }
+            }
+            Requester::RosClient { id } => v["client"] = id.as_str().into(),
+            Requester::Unknown => {}
+        }
+        records.push(v.to_string());
+    })
 }

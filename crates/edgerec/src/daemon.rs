@@ -42,6 +42,7 @@ pub struct Daemon {
     poll_interval: Duration,
     record_status: bool,
     record_clock: bool,
+    record_audit: bool,
 }
 
 /// Why the daemon could not start; the binary exits 78 for `Config`.
@@ -224,6 +225,7 @@ impl Daemon {
             poll_interval: cfg.clock.poll_interval,
             record_status: cfg.health.record_status,
             record_clock: cfg.health.record_clock,
+            record_audit: cfg.health.record_audit,
         })
         .and_then(|mut d| match d.serve(cfg) {
             Ok(()) => Ok(d),
@@ -281,9 +283,16 @@ impl Daemon {
         Arc::new(ConfiguredClock(self.clock.clone()))
     }
 
-    /// The recorder's own topics, as configured.
-    pub fn own_topics(&self) -> Vec<Box<dyn Source>> {
+    /// The recorder's own topics, as configured; `audit` feeds
+    /// `/edgerec/audit`.
+    pub fn own_topics(&self, audit: &Arc<own_topics::AuditRecords>) -> Vec<Box<dyn Source>> {
         let mut out: Vec<Box<dyn Source>> = Vec::new();
+        if self.record_audit {
+            out.push(Box::new(own_topics::audit_topic(
+                Duration::from_millis(20),
+                audit.clone(),
+            )));
+        }
         if self.record_status {
             let board = self.board.clone();
             out.push(Box::new(own_topics::status_topic(

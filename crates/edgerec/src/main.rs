@@ -713,7 +713,12 @@ fn record(
     if sources.is_empty() {
         tracing::warn!("no sources configured: the recording will hold only edgerec's own topics");
     }
-    sources.extend(daemon.own_topics());
+    // The operator's commands that change something, into /edgerec/audit.
+    let audit = Arc::new(edgerec_health::own_topics::AuditRecords::default());
+    session
+        .controls
+        .set_audit(controls::audit_sink(audit.clone()));
+    sources.extend(daemon.own_topics(&audit));
     let mut opts = RecorderOptions::from_config(cfg);
     opts.session_dir = session.dir;
     opts.watch = daemon.watch();

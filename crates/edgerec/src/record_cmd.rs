@@ -84,6 +84,7 @@ pub fn config(a: &RecordArgs) -> anyhow::Result<(Config, PathBuf, PathBuf)> {
             c.health.status_socket = PathBuf::new();
             c.health.record_status = false;
             c.health.record_clock = false;
+            c.health.record_audit = false;
             (c, PathBuf::from("edgerec record"))
         }
     };

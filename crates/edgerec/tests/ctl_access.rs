@@ -114,7 +114,7 @@ fn the_control_socket_answers_by_who_asks_and_audits_it() {
         .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
         .unwrap();
-    let _child = Kill(child);
+    let mut child = Kill(child);
     let sock = d.path().join("ctl.sock");
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
@@ -206,7 +206,9 @@ fn the_control_socket_answers_by_who_asks_and_audits_it() {
 
     // Every request that reached a command is in the audit log, with
     // who asked and what came of it.
-    drop(_child);
+    // SAFETY: kill(2) on our child's pid.
+    unsafe { libc::kill(child.0.id() as i32, libc::SIGINT) };
+    assert!(child.0.wait().unwrap().success());
     let log = std::fs::read_to_string(&log).unwrap();
     let audit: Vec<&str> = log
         .lines()
@@ -224,5 +226,43 @@ fn the_control_socket_answers_by_who_asks_and_audits_it() {
             && l.contains("uid=65534")
             && l.contains("accepted=true")),
         "{log}"
+    );
+
+    // And in the recording: /edgerec/audit holds the refused pause and
+    // the one carried out (written while recording was paused: the
+    // channel is kept through the hold), each with the uid.
+    let session = std::fs::read_dir(d.path().join("rec"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.is_dir())
+        .expect("a session directory");
+    let cat = Command::new(BIN)
+        .args(["cat", "--topic", "/edgerec/audit", "--json"])
+        .arg(&session)
+        .output()
+        .unwrap();
+    assert!(cat.status.success(), "{}", text(&cat));
+    let records: Vec<serde_json::Value> = String::from_utf8_lossy(&cat.stdout)
+        .lines()
+        .map(|l| {
+            let m: serde_json::Value = serde_json::from_str(l).unwrap();
+            serde_json::from_str(m["message"]["data"].as_str().unwrap()).unwrap()
+        })
+        .collect();
+    let by_nobody = |accepted: bool| {
+        records.iter().any(|r| {
+            r["uid"] == NOBODY
+                && r["user"] == "nobody"
+                && r["command"] == "pause"
+                && r["surface"] == "control socket"
+                && r["accepted"] == accepted
+        })
+    };
+    assert!(by_nobody(false) && by_nobody(true), "{records:#?}");
+    // Reading is not a control action: no is-paused in the recording.
+    assert!(
+        !records.iter().any(|r| r["command"] == "is-paused"),
+        "{records:#?}"
     );
 }

@@ -540,6 +540,9 @@ fn a_metered_link_sends_only_what_an_event_overlaps() {
         .filter(|f| f.ends_with(".mcap"))
         .count();
     // A 2 s window overlaps two or three 2 s segments of five or more.
+    // (The trigger's record in the latched /edgerec/audit is repeated at
+    // the head of every later segment with its first time: a segment's
+    // span is its new messages', or every later one would overlap.)
     assert!(!sent.is_empty() && sent.len() <= 3, "{sent:?}");
     assert!(sent.len() < segments, "{sent:?} of {segments}");
     assert!(

@@ -7,14 +7,14 @@
 //! [`MAX_LINE`] bytes and must arrive whole within [`REQUEST_DEADLINE`]
 //! of the connection (a deadline for the request, not for each read, so a
 //! client that sends a byte a second holds nothing); each client is served
-//! on a thread of its own, at most [`MAX_CLIENTS`] at once, and one more
-//! is told the socket is busy.
+//! on a thread of its own, at most [`MAX_CLIENTS`] at once; one more waits
+//! [`SLOT_WAIT`] for a slot, then is told the socket is busy.
 
 use std::io::{BufRead, BufReader, ErrorKind, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -27,8 +27,44 @@ pub const MAX_LINE: usize = 4096;
 /// How long a client has, from its connection, to send its whole line.
 pub const REQUEST_DEADLINE: Duration = Duration::from_secs(1);
 
-/// Clients served at once; one more is answered "busy" and let go.
-pub const MAX_CLIENTS: usize = 8;
+/// Clients served at once; one more waits up to [`SLOT_WAIT`] for one of
+/// them to end, then is answered "busy" and let go.
+pub const MAX_CLIENTS: usize = 16;
+
+/// How long a client past [`MAX_CLIENTS`] waits for a slot: a burst of
+/// quick commands frees one within milliseconds; clients that hold theirs
+/// hold it until their deadline.
+pub const SLOT_WAIT: Duration = Duration::from_millis(250);
+
+/// The clients being served, at most [`MAX_CLIENTS`].
+#[derive(Default)]
+struct Slots {
+    used: std::sync::Mutex<usize>,
+    freed: std::sync::Condvar,
+}
+
+impl Slots {
+    /// Takes a slot, waiting up to `wait` for one; false when none freed.
+    fn take(&self, wait: Duration) -> bool {
+        let used = self.used.lock().unwrap_or_else(|e| e.into_inner());
+        let (mut used, _) = self
+            .freed
+            .wait_timeout_while(used, wait, |u| *u >= MAX_CLIENTS)
+            .unwrap_or_else(|e| e.into_inner());
+        if *used >= MAX_CLIENTS {
+            return false;
+        }
+        *used += 1;
+        true
+    }
+
+    /// Gives a slot back.
+    fn give_back(&self) {
+        let mut used = self.used.lock().unwrap_or_else(|e| e.into_inner());
+        *used = used.saturating_sub(1);
+        self.freed.notify_one();
+    }
+}
 
 /// Most supplementary groups read for a peer (Linux's `NGROUPS_MAX`).
 const MAX_GROUPS: usize = 65_536;
@@ -215,14 +251,13 @@ impl CtlServer {
         let thread = std::thread::Builder::new()
             .name("edgerec-ctl".into())
             .spawn(move || {
-                let clients = Arc::new(AtomicUsize::new(0));
+                let clients = Arc::new(Slots::default());
                 for conn in listener.incoming() {
                     if flag.load(Ordering::Acquire) {
                         break;
                     }
                     let Ok(s) = conn else { continue };
-                    if clients.fetch_add(1, Ordering::AcqRel) >= MAX_CLIENTS {
-                        clients.fetch_sub(1, Ordering::AcqRel);
+                    if !clients.take(SLOT_WAIT) {
                         busy(s);
                         continue;
                     }
@@ -231,10 +266,10 @@ impl CtlServer {
                         .name("edgerec-ctl-client".into())
                         .spawn(move || {
                             serve_one(s, &handler);
-                            held.fetch_sub(1, Ordering::AcqRel);
+                            held.give_back();
                         });
                     if spawned.is_err() {
-                        clients.fetch_sub(1, Ordering::AcqRel);
+                        clients.give_back();
                     }
                 }
             })
@@ -468,7 +503,7 @@ mod tests {
     }
 
     /// Past [`MAX_CLIENTS`] silent clients one more is told the socket is
-    /// busy at once; once they are let go it is served again.
+    /// busy after [`SLOT_WAIT`]; once they are let go it is served again.
     #[test]
     fn clients_past_the_bound_are_told_busy() {
         let dir = tempfile::tempdir().unwrap();
@@ -488,7 +523,7 @@ mod tests {
             .collect();
         std::thread::sleep(Duration::from_millis(200));
         let r = send(&path, "is-paused", Duration::from_secs(2)).unwrap();
-        assert!(r.contains("busy: 8 clients"), "{r}");
+        assert!(r.contains("busy: 16 clients"), "{r}");
         drop(held);
         // Each held client is let go at its deadline at the latest.
         std::thread::sleep(REQUEST_DEADLINE + Duration::from_millis(300));

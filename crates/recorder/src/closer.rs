@@ -145,7 +145,7 @@ impl Closer {
                     &c.path,
                     c.bytes,
                     AnnouncedKind::Segment,
-                    (c.start_ns, c.end_ns),
+                    (c.new_start_ns, c.new_end_ns),
                 );
                 out.closed.push(c);
             }
@@ -215,6 +215,8 @@ impl Closer {
                         bytes,
                         start_ns: 0,
                         end_ns: 0,
+                        new_start_ns: 0,
+                        new_end_ns: 0,
                     });
                 }
                 None

@@ -220,6 +220,7 @@ impl Session {
             mcap,
             written: BTreeMap::new(),
             repeats: BTreeMap::new(),
+            new_span: None,
             closing_metadata: Vec::new(),
         };
         for c in channels {
@@ -296,6 +297,9 @@ pub struct Segment {
     /// apart), to correct the counters if closing it fails.
     written: BTreeMap<u16, u64>,
     repeats: BTreeMap<u16, u64>,
+    /// The first and last log time of the new messages (latched repeats
+    /// apart: they keep the time they were first recorded at).
+    new_span: Option<(u64, u64)>,
     /// Metadata records to write when the segment closes (the clock's
     /// quality over the segment, `edgerec.drops`).
     closing_metadata: Vec<(String, BTreeMap<String, String>)>,
@@ -349,6 +353,12 @@ impl Segment {
             .map_err(|e| fmt_err(&path, e))?;
         for &(ch, n) in &c.channel_counts {
             *self.written.entry(ch).or_insert(0) += n;
+        }
+        if c.message_count > 0 {
+            self.new_span = Some(match self.new_span {
+                Some((a, b)) => (a.min(c.start), b.max(c.end)),
+                None => (c.start, c.end),
+            });
         }
         Ok(())
     }
@@ -418,6 +428,7 @@ impl Segment {
             file_name,
             index,
             closing_metadata,
+            new_span,
             ..
         } = self;
         let (sink, summary) = match closing_metadata
@@ -446,6 +457,8 @@ impl Segment {
             source: e.source,
         })?;
         let st = &summary.statistics;
+        let (new_start_ns, new_end_ns) =
+            new_span.unwrap_or((st.message_start_time, st.message_end_time));
         Ok(FinishedSegment {
             closed: ClosedSegment {
                 index,
@@ -454,6 +467,8 @@ impl Segment {
                 bytes: report.logical_len,
                 start_ns: st.message_start_time,
                 end_ns: st.message_end_time,
+                new_start_ns,
+                new_end_ns,
             },
             file_name,
             summary,
@@ -486,6 +501,13 @@ pub struct ClosedSegment {
     pub start_ns: u64,
     /// Last log time.
     pub end_ns: u64,
+    /// First log time of the messages new in it: a latched repeat at its
+    /// head keeps the time it was first recorded at, which can be long
+    /// before the segment began. The span an event's window is compared
+    /// with.
+    pub new_start_ns: u64,
+    /// Last log time of the messages new in it.
+    pub new_end_ns: u64,
 }
 
 #[cfg(test)]

@@ -30,6 +30,7 @@ use std::str::FromStr;
 use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
+use crate::audit::{AuditSink, Audited, Surface};
 use crate::rate_limit::{RateLimiter, RateLimits, Refusals, Requester};
 
 /// One operator command.
@@ -545,6 +546,7 @@ pub struct ControlSlot(Arc<SlotInner>);
 struct SlotInner {
     controls: OnceLock<Arc<dyn Controls>>,
     limiter: RateLimiter,
+    audit: OnceLock<AuditSink>,
 }
 
 impl ControlSlot {
@@ -553,7 +555,29 @@ impl ControlSlot {
         ControlSlot(Arc::new(SlotInner {
             controls: OnceLock::new(),
             limiter: RateLimiter::new(limits),
+            audit: OnceLock::new(),
         }))
+    }
+
+    /// Sets where each audited request goes besides the log; false when
+    /// already set.
+    pub fn set_audit(&self, sink: AuditSink) -> bool {
+        self.0.audit.set(sink).is_ok()
+    }
+
+    /// The audit trail of one request that reached a command on
+    /// `surface`: the log ([`crate::audit::log`]), then the sink.
+    pub fn audit(&self, surface: Surface, who: &Requester, command: &Command, reply: &Reply) {
+        let a = Audited {
+            surface,
+            who,
+            command,
+            reply,
+        };
+        crate::audit::log(&a);
+        if let Some(sink) = self.0.audit.get() {
+            sink(&a);
+        }
     }
 
     /// Sets the controls once the recorder runs; false when already set.

@@ -13,6 +13,7 @@
 //! without gaps or copies ([`overlap`]).
 #![deny(missing_docs)]
 
+pub mod audit;
 pub mod cdr_reader;
 pub mod channels;
 pub mod control;

@@ -115,6 +115,7 @@ fn defaults_are_the_documented_values() {
             control_burst: 20,
             record_status: true,
             record_clock: true,
+            record_audit: true,
             prometheus: String::new(),
             prometheus_remote: false,
             disk_low_percent: 10,

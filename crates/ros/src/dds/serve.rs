@@ -5,6 +5,7 @@
 //! itself: a client on Fast DDS needs the r2r backend.
 
 use super::ffi::{self, Participant, Writer};
+use crate::audit::Surface;
 use crate::control::{execute_in, ControlSlot, Reply};
 use crate::rate_limit::Requester;
 use crate::services::{
@@ -71,20 +72,7 @@ impl Services {
                 let who = requester(e.requests, writer);
                 let cmd = req.command();
                 let reply = execute_in(&self.slot, &cmd, &who);
-                // The audit trail, as the control socket's: who (the
-                // calling writer's GUID), what, and what came of it.
-                tracing::info!(
-                    target: "edgerec::audit",
-                    surface = "ros services",
-                    client = %who,
-                    service = e.kind.name(),
-                    command = %cmd,
-                    accepted = reply.ok,
-                    result = %reply.message,
-                    "~/{} (ROS 2 service, {who}): {}",
-                    e.kind.name(),
-                    if reply.ok { "done" } else { "refused" }
-                );
+                self.slot.audit(Surface::RosServices, &who, &cmd, &reply);
                 let response = response_for(e.kind, &reply);
                 match encode_response(e.kind, req.header, &response) {
                     Ok(out) => e.replies.write(&out)?,
