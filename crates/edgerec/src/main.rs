@@ -253,9 +253,13 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .with_writer(std::io::stderr)
-        // Colour only for a person at a terminal: the journal and log
-        // files get plain text, whose fields tools can match.
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        // Colour only for a person at a terminal who did not turn it off
+        // (NO_COLOR, no-color.org): the journal and log files get plain
+        // text, whose fields tools can match.
+        .with_ansi(
+            std::io::IsTerminal::is_terminal(&std::io::stderr())
+                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+        )
         .init();
     let cli = Cli::parse();
     if !matches!(cli.cmd, Cmd::Run { .. }) {
