@@ -66,7 +66,17 @@ build_release() {
 # rustc (which would start it inside a stage's process group).
 sccache_on() { # sccache_on LOGFILE
     [ "${EDGEREC_SCCACHE:-1}" != 0 ] || return 0
-    [ -z "${RUSTC_WRAPPER:-}" ] || return 0
+    case "${RUSTC_WRAPPER:-}" in
+    "") ;;
+    sccache | */sccache)
+        # The caller's own server (started on demand by a build) keeps
+        # sccache's default 10-minute idle timeout, which runs out during
+        # stages that build nothing: restart it with the timeout below.
+        sccache --stop-server >/dev/null 2>&1 || true
+        unset RUSTC_WRAPPER
+        ;;
+    *) return 0 ;; # another wrapper: the caller's choice
+    esac
     command -v sccache >/dev/null 2>&1 || return 0
     # Seven builds' worth of crates; sccache evicts the oldest past it.
     export SCCACHE_CACHE_SIZE="${SCCACHE_CACHE_SIZE:-20G}"

@@ -313,8 +313,10 @@ impl Worker {
         }
     }
 
-    /// Issues the waiting sync once every write it covers has completed;
-    /// answers it with a failure when the writer failed meanwhile.
+    /// Issues the waiting sync once every write it covers and the
+    /// fallocate in flight have completed (so the allocation the sync
+    /// reports is on disk, and a sync never races an allocation); answers
+    /// it with a failure when the writer failed meanwhile.
     fn maybe_issue_sync(&mut self) {
         let Some((id, target)) = self.sync_waiting else {
             return;
@@ -325,7 +327,7 @@ impl Worker {
             let _ = self.events.send(Event::SyncFailed { id, error });
             return;
         }
-        if self.sync_in_flight.is_some() || self.written.end() < target {
+        if self.sync_in_flight.is_some() || self.prealloc.in_flight || self.written.end() < target {
             return;
         }
         self.sync_waiting = None;
@@ -458,6 +460,12 @@ impl Worker {
             }
             Op::Fallocate { offset, len } => {
                 self.prealloc.in_flight = false;
+                if result >= 0 {
+                    // Writes submitted while this one ran may already reach
+                    // into the extent it allocated: allocate the next now
+                    // rather than at the next write.
+                    self.preallocate_for(self.submitted_end);
+                }
                 if result < 0 {
                     self.prealloc.enabled = false;
                     let errno = -result;
