@@ -39,6 +39,8 @@ const LAYOUT: &[&str] = &[
     "systemd/edgerec-fstrim.service",
     "systemd/edgerec-fstrim.timer",
     "systemd/edgerec-fault-led.service",
+    "systemd/edgerec-journal-on-data.service",
+    "journald.conf.d/60-edgerec.conf",
     "linuxptp/ptp4l.conf",
     "TUNING.md",
 ];
@@ -2046,5 +2048,142 @@ fn can_network_files_bring_the_interfaces_up_for_a_listening_recorder() {
             );
         }
         println!("{}: CAN interfaces brought up: {names:?}", b.name);
+    }
+}
+
+/// Where `/var/log` is on the image: oe-core's VOLATILE_LOG_DIR = "yes"
+/// makes it a symlink to /var/volatile/log (tmpfs), and a mount unit or
+/// `mount` must name the real path.
+const VOLATILE_JOURNAL: &str = "/var/volatile/log/journal";
+
+#[test]
+fn the_journal_is_kept_on_data_and_survives_power_off() {
+    let test = "the_journal_is_kept_on_data_and_survives_power_off";
+    let distro =
+        edgerec_testkit::workspace_root().join("yocto/meta-edgerec/conf/distro/edgerec.conf");
+    let distro = std::fs::read_to_string(&distro).expect("edgerec.conf");
+    assert!(
+        distro
+            .lines()
+            .any(|l| l.trim() == "VOLATILE_LOG_DIR = \"yes\""),
+        "the distro must keep /var/log on /var/volatile, where the bind mount goes"
+    );
+    let recipe = edgerec_testkit::workspace_root()
+        .join("yocto/meta-edgerec/recipes-edgerec/edgerec/edgerec_0.1.0.bb");
+    let recipe = std::fs::read_to_string(&recipe).expect("recipe");
+    assert!(
+        recipe.contains("journald.conf.d") && recipe.contains("edgerec-journal-on-data.service"),
+        "the recipe installs the journald drop-in and enables the unit"
+    );
+    for board in boards() {
+        let b = &board.name;
+        let conf = board.read("journald.conf.d/60-edgerec.conf");
+        let settings: Vec<&str> = conf
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .collect();
+        for needed in ["[Journal]", "Storage=persistent", "SystemKeepFree=0"] {
+            assert!(
+                settings.contains(&needed),
+                "{b}: journald drop-in lacks {needed}"
+            );
+        }
+        let max = settings
+            .iter()
+            .find_map(|l| l.strip_prefix("SystemMaxUse="))
+            .unwrap_or_else(|| panic!("{b}: SystemMaxUse= bounds the journal's share of /data"));
+        let max = parse_limit_bytes(max).unwrap_or_else(|| panic!("{b}: SystemMaxUse={max}"));
+        assert!(
+            (64 << 20..=(2 << 30)).contains(&max),
+            "{b}: SystemMaxUse {max} bytes"
+        );
+
+        let unit = board.unit("edgerec-journal-on-data.service");
+        assert!(unit
+            .words("Unit", "Before")
+            .contains(&"systemd-journal-flush.service".into()));
+        assert!(unit
+            .words("Unit", "RequiresMountsFor")
+            .contains(&"/data".into()));
+        assert!(unit
+            .words("Install", "WantedBy")
+            .contains(&"systemd-journal-flush.service".into()));
+        let lines = unit.values("Service", "ExecStart");
+        let argvs: Vec<Vec<String>> = lines.iter().map(|l| exec_argv(l)).collect();
+        let bind = argvs
+            .iter()
+            .find(|a| a.iter().any(|w| w == "--bind"))
+            .unwrap_or_else(|| panic!("{b}: no `mount --bind`"));
+        let (src, dst) = (&bind[bind.len() - 2], &bind[bind.len() - 1]);
+        assert!(
+            is_under(Path::new(src), Path::new("/data")),
+            "{b}: {src} is not on /data"
+        );
+        assert_eq!(dst, VOLATILE_JOURNAL, "{b}: the bind target");
+
+        // Run the unit's commands in a mount namespace of their own, with
+        // /data and /var/volatile as directories of a temporary one: the
+        // journal directory is made, and what journald writes under
+        // /var/log/journal lands on /data, on a nodev,nosuid,noexec mount.
+        if let Some(tool) = missing_tool(&["unshare", "mount", "install"]) {
+            return skip(test, &format!("{tool} is not installed"));
+        }
+        let root = tempfile::tempdir().expect("tempdir");
+        let data = root.path().join("data");
+        let volatile = root.path().join("var/volatile");
+        std::fs::create_dir_all(&data).expect("data");
+        std::fs::create_dir_all(&volatile).expect("volatile");
+        let relocate = |w: &str| -> String {
+            if let Some(rest) = w.strip_prefix("/data") {
+                format!("{}{rest}", data.display())
+            } else if let Some(rest) = w.strip_prefix("/var/volatile") {
+                format!("{}{rest}", volatile.display())
+            } else {
+                w.to_owned()
+            }
+        };
+        let mut script = String::from("set -e\n");
+        for argv in &argvs {
+            let words: Vec<String> = argv.iter().map(|w| relocate(w)).collect();
+            script.push_str(&words.join(" "));
+            script.push('\n');
+        }
+        let journal = relocate(VOLATILE_JOURNAL);
+        script.push_str(&format!(
+            "echo entry > {journal}/system.journal\ngrep ' {journal} ' /proc/self/mountinfo\n"
+        ));
+        let (o, killed) = run_for(
+            Command::new("unshare").args(["-m", "--propagation", "private", "sh", "-c", &script]),
+            Duration::from_secs(30),
+        );
+        assert!(!killed, "{b}: the unit's commands hung");
+        let said = output_text(&o);
+        if !o.status.success() && said.contains("unshare failed") {
+            return skip(test, &format!("no mount namespace here: {}", said.trim()));
+        }
+        assert!(
+            o.status.success(),
+            "{b}: the unit's commands failed:\n{said}"
+        );
+        let on_data = data.join("journal/system.journal");
+        assert_eq!(
+            std::fs::read_to_string(&on_data).unwrap_or_default(),
+            "entry\n",
+            "{b}: a journal file written under /var/log/journal is not on /data"
+        );
+        let mountinfo = said.lines().find(|l| l.contains(&journal)).unwrap_or("");
+        for flag in ["nodev", "nosuid", "noexec"] {
+            assert!(
+                mountinfo.contains(flag),
+                "{b}: bind mount lacks {flag}: {mountinfo}"
+            );
+        }
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(data.join("journal"))
+            .expect("journal dir")
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o7777, 0o2755, "{b}: journal directory mode");
     }
 }

@@ -93,6 +93,15 @@ do_install() {
         install -m 0644 "$f" ${D}${systemd_system_unitdir}/
     done
 
+    # journald: the journal persistent, on /data (with
+    # edgerec-journal-on-data.service), so the audit trail survives a
+    # power-off.
+    install -d ${D}${systemd_unitdir}/journald.conf.d
+    for f in "$board"/journald.conf.d/*.conf; do
+        [ -e "$f" ] || continue
+        install -m 0644 "$f" ${D}${systemd_unitdir}/journald.conf.d/
+    done
+
     install -D -m 0644 "$board/linuxptp/ptp4l.conf" ${D}${sysconfdir}/linuxptp/edgerec-ptp4l.conf
 
     # systemd-networkd's bring-up of the board's CAN interfaces (bitrate,
@@ -141,20 +150,22 @@ FILES:${PN} += "${nonarch_base_libdir}/udev/rules.d \
                 ${datadir}/fish \
                 ${sysconfdir}/sysctl.d \
                 ${systemd_unitdir}/network \
+                ${systemd_unitdir}/journald.conf.d \
                 ${systemd_system_unitdir} \
                 ${EDGEREC_DATA_DIR}"
 CONFFILES:${PN}-ptp = "${sysconfdir}/linuxptp/edgerec-ptp4l.conf"
 
 # The recorder, its first-boot configuration seed, the data partition
 # (data.mount pulls data-makefs.service, which makes the file system on
-# first boot) and the weekly TRIM of /data (edgerec-fstrim.timer starts
-# edgerec-fstrim.service) are always enabled. ptp4l/phc2sys are enabled where the NIC
+# first boot), the weekly TRIM of /data (edgerec-fstrim.timer starts
+# edgerec-fstrim.service) and the journal on /data
+# (edgerec-journal-on-data.service) are always enabled. ptp4l/phc2sys are enabled where the NIC
 # has a PTP hardware clock (the Orin's), installed but disabled elsewhere.
 # jetson_clocks is opt-in: EDGEREC_JETSON_CLOCKS = "1" (distro conf); the
 # unit and its package exist on Jetson only.
 SYSTEMD_PACKAGES = "${PN} ${PN}-ptp"
 SYSTEMD_PACKAGES:append:tegra = " ${PN}-jetson-clocks"
-SYSTEMD_SERVICE:${PN} = "edgerec.service edgerec-seed-config.service data.mount data-makefs.service edgerec-fstrim.timer"
+SYSTEMD_SERVICE:${PN} = "edgerec.service edgerec-seed-config.service data.mount data-makefs.service edgerec-fstrim.timer edgerec-journal-on-data.service"
 SYSTEMD_SERVICE:${PN}-ptp = "ptp4l-edgerec.service phc2sys-edgerec.service"
 SYSTEMD_SERVICE:${PN}-jetson-clocks = "jetson-clocks.service"
 SYSTEMD_AUTO_ENABLE:${PN} = "enable"
