@@ -687,7 +687,9 @@ section! {
         /// `/data/edgerec/last-fault.json`.
         fault_file: PathBuf = PathBuf::from("/data/edgerec/last-fault.json"), path();
         /// Unix socket serving the status snapshot (`edgerec status`); empty =
-        /// none. Default `/run/edgerec/status.sock`.
+        /// none. Default `/run/edgerec/status.sock`. Any local user may
+        /// connect (mode 0666); those who may neither read nor control (see
+        /// `read_group`) are refused with the group to join.
         status_socket: PathBuf = PathBuf::from("/run/edgerec/status.sock"), path();
         /// Unix socket taking `edgerec ctl` and `edgerec offload` commands:
         /// pause, resume, split, is-paused, trigger; empty = none (default;
@@ -701,10 +703,10 @@ section! {
         /// retry), besides root and the recorder's own user; empty = the
         /// recorder's own group (default). The board's is `edgerec`.
         control_group: String = String::new(), string();
-        /// Group whose members may ask the control socket what does not
-        /// change anything (is-paused, offload status), besides those who
-        /// may control; empty = none (default). The board's is
-        /// `edgerec-read`.
+        /// Group whose members may read the status socket and ask the
+        /// control socket what does not change anything (is-paused,
+        /// offload status), besides those who may control; empty = none
+        /// (default). The board's is `edgerec-read`.
         read_group: String = String::new(), string();
         /// `trigger` and `split` commands one requester (a local user, a
         /// ROS 2 client) may give a second, on average; more are refused

@@ -238,7 +238,14 @@ impl Daemon {
 
     fn serve(&mut self, cfg: &Config) -> Result<(), StartError> {
         if let Some(path) = non_empty(&cfg.health.status_socket) {
-            let server = StatusServer::unix(&path, self.board.clone())
+            // Readers as the control socket has them: root, the recorder's
+            // user, health.control_group and health.read_group.
+            let policy = edgerec_health::access::Policy::from_names(
+                &cfg.health.control_group,
+                &cfg.health.read_group,
+            )
+            .map_err(|e| StartError::Config(e.into()))?;
+            let server = StatusServer::unix(&path, self.board.clone(), Some(policy))
                 .map_err(|e| StartError::Config(anyhow::anyhow!("health.status_socket: {e}")))?;
             self.servers.push(server);
         }

@@ -444,11 +444,20 @@ fn status_cmd(config: &Path, socket: Option<&Path>, json: bool) -> ExitCode {
             return ExitCode::from(1);
         }
     };
+    let parsed = serde_json::from_str::<serde_json::Value>(&text);
+    if let Ok(v) = &parsed {
+        // A refusal (not in the groups that may read), not a status.
+        if v["ok"] == false {
+            let error = v["error"].as_str().unwrap_or("refused");
+            eprintln!("edgerec status: {}: {error}", socket.display());
+            return ExitCode::from(1);
+        }
+    }
     if json {
         print!("{text}");
         return ExitCode::SUCCESS;
     }
-    match serde_json::from_str::<serde_json::Value>(&text) {
+    match parsed {
         Ok(v) => {
             print!("{}", edgerec_health::status::render_text(&v));
             ExitCode::SUCCESS

@@ -52,9 +52,15 @@ rate = 100
 /// `edgerec ctl VERB --socket SOCK` as uid/gid `nobody` with `groups` as
 /// its supplementary groups.
 fn ctl_as_nobody(sock: &Path, verb: &str, groups: &[libc::gid_t]) -> Output {
+    as_nobody(&["ctl", "--socket", sock.to_str().unwrap(), verb], groups)
+}
+
+/// `edgerec ARGS...` as uid/gid `nobody` with `groups` as its
+/// supplementary groups.
+fn as_nobody(args: &[&str], groups: &[libc::gid_t]) -> Output {
     let groups = groups.to_vec();
     let mut c = Command::new(BIN);
-    c.args(["ctl", "--socket", sock.to_str().unwrap(), verb]);
+    c.args(args);
     // SAFETY: between fork and exec only async-signal-safe calls
     // (setgroups, setgid, setuid) on memory the closure owns.
     unsafe {
@@ -142,6 +148,26 @@ fn the_control_socket_answers_by_who_asks_and_audits_it() {
     let o = ctl_as_nobody(&sock, "pause", &[]);
     assert!(!o.status.success(), "{}", text(&o));
     assert!(text(&o).contains("pause refused: nobody (uid 65534) is not in group `root`: join it (usermod -aG root nobody"), "{}", text(&o));
+
+    // The status socket answers by the same rule.
+    let status_sock = d.path().join("status.sock");
+    let status = [
+        "status",
+        "--socket",
+        status_sock.to_str().unwrap(),
+        "--json",
+    ];
+    let o = as_nobody(&status, &[]);
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("status refused: nobody (uid 65534) is not in group `users` or `root`"),
+        "{}",
+        text(&o)
+    );
+    let o = as_nobody(&status, &[100]);
+    assert!(o.status.success(), "{}", text(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
+    assert!(v["state"].is_string(), "{}", text(&o));
 
     // In the read group: it may read, not control.
     let o = ctl_as_nobody(&sock, "is-paused", &[100]);

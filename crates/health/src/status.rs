@@ -10,6 +10,7 @@
 use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener};
+use std::os::unix::fs::PermissionsExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -21,6 +22,8 @@ use edgerec_clock::ClockStatus;
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::access::{Need, Policy};
+use crate::ctl::{json_string, user_name, Peer};
 use crate::fault::FaultRecord;
 use crate::heartbeat::StageSnapshot;
 use crate::leds::LedsStatus;
@@ -859,16 +862,55 @@ pub(crate) fn bind_unix(path: &Path) -> Result<UnixListener, ServeError> {
     UnixListener::bind(path).map_err(io_err)
 }
 
+/// The reply for a peer `policy` does not let read the status, logged in
+/// the audit trail; `None` when it may.
+fn refused(policy: &Policy, s: &UnixStream) -> Option<String> {
+    let error = match Peer::of(s) {
+        Ok(peer) => {
+            let refusal = policy.check(&peer, Need::Read, "status").err()?;
+            tracing::info!(
+                target: "edgerec::audit",
+                surface = "status socket",
+                uid = peer.uid,
+                pid = peer.pid,
+                user = user_name(peer.uid).unwrap_or_default(),
+                command = "status",
+                accepted = false,
+                result = %refusal,
+                "status refused"
+            );
+            refusal
+        }
+        Err(e) => format!("cannot tell who is asking (SO_PEERCRED): {e}"),
+    };
+    Some(format!(
+        "{{\"ok\":false,\"error\":{}}}\n",
+        json_string(&error)
+    ))
+}
+
 impl StatusServer {
     /// Serves `board` on the Unix socket at `path` (its directory is
     /// created). A stale socket file left by a crash is replaced; one a
-    /// live process answers on is an error.
-    pub fn unix(path: &Path, board: StatusBoard) -> Result<StatusServer, ServeError> {
+    /// live process answers on is an error. With a `policy`, any local
+    /// user may connect (mode 0666) and each is answered by who the kernel
+    /// says it is: those the policy lets read get the status, the others
+    /// `{"ok":false,"error":...}` naming the group to join. Without one the
+    /// socket keeps the mode the umask gives it.
+    pub fn unix(
+        path: &Path,
+        board: StatusBoard,
+        policy: Option<Policy>,
+    ) -> Result<StatusServer, ServeError> {
         let io_err = |source| ServeError::Io {
             what: path.display().to_string(),
             source,
         };
         let listener = bind_unix(path)?;
+        if policy.is_some() {
+            std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o666))
+                .map_err(io_err)?;
+        }
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let thread = std::thread::Builder::new()
@@ -880,6 +922,10 @@ impl StatusServer {
                     }
                     if let Ok(mut s) = conn {
                         let _ = s.set_write_timeout(Some(Duration::from_secs(1)));
+                        if let Some(refusal) = policy.as_ref().and_then(|p| refused(p, &s)) {
+                            let _ = s.write_all(refusal.as_bytes());
+                            continue;
+                        }
                         let json = board.json();
                         let json: &str = if json.is_empty() { BOOTING } else { &json };
                         let _ = s
@@ -1535,7 +1581,7 @@ mod tests {
         drop(UnixListener::bind(&path).unwrap());
         assert!(path.exists());
         let board = StatusBoard::new();
-        let server = StatusServer::unix(&path, board.clone()).unwrap();
+        let server = StatusServer::unix(&path, board.clone(), None).unwrap();
         let first: Value =
             serde_json::from_str(&fetch(&path, Duration::from_secs(2)).unwrap()).unwrap();
         assert_eq!(first["state"], "booting");
@@ -1545,7 +1591,9 @@ mod tests {
         assert_eq!(v["state"], "degraded");
         assert_eq!(v["clock"]["state"], "unlocked");
         // A second server on a live socket is refused, naming the path.
-        let err = StatusServer::unix(&path, StatusBoard::new()).err().unwrap();
+        let err = StatusServer::unix(&path, StatusBoard::new(), None)
+            .err()
+            .unwrap();
         assert!(matches!(err, ServeError::InUse { .. }), "{err}");
         drop(server);
         assert!(!path.exists(), "the socket file is removed on stop");
