@@ -121,7 +121,7 @@ ensure_gstreamer() {
 # build it from source, which needs a Cyclone DDS C install
 # (CYCLONEDDS_HOME).
 PY_PACKAGES=("mcap==1.6.0" "mcap-ros2-support==0.6.0" "mcap-ros1-support==0.9.0" "rosbags==0.11.9"
-    "cyclonedds==11.0.1" "moto[server]==5.2.6" "boto3==1.44.18")
+    "cyclonedds==11.0.1" "moto[server]==5.2.6" "boto3==1.44.18" "paho-mqtt==2.2.0")
 ensure_venv() {
     local py="$REPO/.venv/bin/python"
     if [ ! -x "$py" ]; then
@@ -135,7 +135,7 @@ ensure_venv() {
 import importlib.metadata as m, sys
 want = {"mcap": "1.6.0", "mcap-ros2-support": "0.6.0", "mcap-ros1-support": "0.9.0",
         "rosbags": "0.11.9", "cyclonedds": "11.0.1", "moto": "5.2.6", "boto3": "1.44.18",
-        "flask": None}
+        "paho-mqtt": "2.2.0", "flask": None}
 sys.exit(0 if all(v is None and m.version(k) or m.version(k) == v for k, v in want.items()) else 1)
 PY
     then

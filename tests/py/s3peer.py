@@ -69,10 +69,11 @@ def client(endpoint: str):
         config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 2}, **extra))
 
 
-def make_tls(out: str, sans: tuple = ()) -> None:
+def make_tls(out: str, sans: tuple = (), clients: tuple = (("client", "robot-7"),)) -> None:
     """A CA for this run, a server certificate for 127.0.0.1 (and the IP
-    addresses in `sans`) and a client certificate, all signed by it (ECDSA
-    P-256, valid for a day)."""
+    addresses in `sans`) and a client certificate for each (file name, CN)
+    of `clients` (NAME.pem, NAME.key), all signed by it (ECDSA P-256,
+    valid for a day)."""
     import datetime
     import ipaddress
     from cryptography import x509
@@ -124,12 +125,13 @@ def make_tls(out: str, sans: tuple = ()) -> None:
                                serialization.NoEncryption())
     server_key, server = leaf("127.0.0.1", ExtendedKeyUsageOID.SERVER_AUTH,
                               [x509.IPAddress(ipaddress.ip_address(a)) for a in ("127.0.0.1", *sans)])
-    client_key, client_cert = leaf("robot-7", ExtendedKeyUsageOID.CLIENT_AUTH, None)
     write("ca.pem", ca.public_bytes(pem))
     write("server.pem", server.public_bytes(pem))
     write("server.key", key_pem(server_key), 0o600)
-    write("client.pem", client_cert.public_bytes(pem))
-    write("client.key", key_pem(client_key), 0o600)
+    for name, cn in clients:
+        client_key, client_cert = leaf(cn, ExtendedKeyUsageOID.CLIENT_AUTH, None)
+        write(f"{name}.pem", client_cert.public_bytes(pem))
+        write(f"{name}.key", key_pem(client_key), 0o600)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

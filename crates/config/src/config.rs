@@ -12,6 +12,7 @@ use crate::bus::{self, CanConfig, UdpConfig};
 use crate::checks;
 use crate::offload;
 use crate::readers;
+use crate::remote;
 use crate::schema::{
     array_of_tables, boolean, bytes, choice, duration, hours, int, mins, ms, non_empty_path, ns,
     path, power_of_two, power_of_two_size, read, secs, section, size, string, table, us, GIB, KIB,
@@ -71,7 +72,47 @@ section! {
             then checks::triggers_fit_the_mode;
         /// `[offload]`: where `edgerec upload` sends recordings.
         offload: OffloadConfig = OffloadConfig::default(), table();
+        /// `[remote]`: the fleet link, MQTT over TLS to the fleet's broker.
+        remote: RemoteConfig = RemoteConfig::default(), table();
     }
+}
+
+section! {
+    /// `[remote]`: the fleet link. The vehicle connects out to the fleet's
+    /// MQTT broker over TLS with its own certificate, keeps a retained
+    /// status there and a last will that marks it offline.
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct RemoteConfig with Default {
+        /// The broker: `mqtts://HOST[:PORT]` (port 8883 when left out);
+        /// empty = no link (default).
+        broker: String = String::new(), read(remote::broker_url);
+        /// PEM file of the CA certificates the broker's certificate must
+        /// chain to; empty = the system's (default).
+        ca_file: PathBuf = PathBuf::new(), path();
+        /// PEM certificate this vehicle shows the broker (required with a
+        /// broker: mutual TLS).
+        cert_file: PathBuf = PathBuf::new(), path();
+        /// The PEM private key of `cert_file`, readable by its owner only.
+        key_file: PathBuf = PathBuf::new(), path();
+        /// This vehicle's MQTT client id and name in topics: letters,
+        /// digits, `.`, `_` and `-`; empty = `offload.vehicle_id`, else the
+        /// host name (default).
+        vehicle_id: String = String::new(), read(offload::vehicle_id);
+        /// The topics' prefix; empty = `edgerec/<vehicle_id>` (default).
+        topic_prefix: String = String::new(), read(remote::topic_prefix);
+        /// MQTT keepalive: the broker publishes the last will when it hears
+        /// nothing for 1.5 times this; 5 s to 20 min. Default 30 s. Also
+        /// how long the link may be down before the health state says so.
+        keepalive: Duration = secs(30), duration(secs(5)..=mins(20));
+        /// The retained status is published when it changes, at most this
+        /// often; 1 s to 1 h. Default 10 s.
+        status_interval: Duration = secs(10), duration(secs(1)..=hours(1));
+        /// Messages (alerts, log lines, replies) kept while the link is
+        /// down; past it the oldest are dropped and counted; 16 to
+        /// 100000. Default 1000.
+        queue: u32 = 1000, int(16..=100_000);
+    }
+    check remote::check;
 }
 
 section! {

@@ -75,6 +75,7 @@ mod error;
 pub mod gst_chain;
 mod offload;
 mod readers;
+pub mod remote;
 mod schema;
 mod units;
 mod values;
@@ -85,8 +86,9 @@ use std::path::Path;
 pub use bus::{CanConfig, CanFilter, PacketDecoder, PacketSender, UdpConfig};
 pub use config::{
     CameraConfig, ClockConfig, Config, HealthConfig, LedsConfig, McapConfig, MetricsConfig,
-    OffloadConfig, PipelineConfig, RecordingConfig, RetentionConfig, RosConfig, RosQos,
-    SegmentConfig, SourcesConfig, StorageConfig, SyntheticChannel, TriggerConfig, TriggersConfig,
+    OffloadConfig, PipelineConfig, RecordingConfig, RemoteConfig, RetentionConfig, RosConfig,
+    RosQos, SegmentConfig, SourcesConfig, StorageConfig, SyntheticChannel, TriggerConfig,
+    TriggersConfig,
 };
 pub use error::ConfigError;
 pub use units::{parse_duration, parse_size, UnitError};

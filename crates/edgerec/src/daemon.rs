@@ -328,8 +328,9 @@ impl Daemon {
         cfg: &Config,
         ros: Option<Arc<edgerec_ros::stats::StatsTable>>,
         controls: Option<edgerec_ros::control::ControlSlot>,
-        offload: Option<edgerec_offload::agent::AgentView>,
+        layers: Layers,
     ) -> Control {
+        let Layers { offload, remote } = layers;
         let realtime_priority = cfg.storage.realtime_priority;
         let mut control = Control::new(
             ControlOptions {
@@ -346,6 +347,7 @@ impl Daemon {
                 view.offload = offload
                     .as_ref()
                     .map(|a| crate::offload::view(&a.status(), rec.deleted_unsent));
+                view.remote = remote.as_ref().map(|h| crate::remote::view(&h.status()));
                 view
             }),
             self.heartbeats.clone(),
@@ -400,6 +402,16 @@ impl Daemon {
             stop_watchdog(w);
         }
     }
+}
+
+/// What runs beside the recorder (never in its path) and shows in its
+/// status.
+#[derive(Default)]
+pub struct Layers {
+    /// Offload to the fleet's store (`offload.upload`).
+    pub offload: Option<edgerec_offload::agent::AgentView>,
+    /// The fleet link (`remote.broker`).
+    pub remote: Option<edgerec_remote::LinkHandle>,
 }
 
 /// The configured clock as the sources see it.
@@ -463,6 +475,7 @@ fn recording_view(rec: &RecorderStatus, realtime_priority: u8) -> RecordingView 
         ros: None,
         controls: None,
         offload: None,
+        remote: None,
         paused: rec.paused.clone(),
         // Read back from /proc each tick: what the kernel gives, not what
         // was asked for.

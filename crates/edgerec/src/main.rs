@@ -33,6 +33,7 @@ mod gpio_triggers;
 mod health_triggers;
 mod offload;
 mod record_cmd;
+mod remote;
 mod ros;
 
 /// sysexits EX_CONFIG: the configuration is wrong; nothing was created.
@@ -588,6 +589,13 @@ fn start_and_record(
             return ExitCode::from(EXIT_CONFIG);
         }
     };
+    let link = match remote::start(cfg, daemon.board.clone()) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("edgerec: {}: {e}", config.display());
+            return ExitCode::from(EXIT_CONFIG);
+        }
+    };
     let controls = edgerec_ros::control::ControlSlot::new(edgerec_ros::rate_limit::RateLimits {
         per_second: cfg.health.control_rate,
         burst: cfg.health.control_burst,
@@ -610,6 +618,7 @@ fn start_and_record(
         gpio,
         recorder,
         offload,
+        link,
     };
     match record(cfg, daemon, session, limit, report_json, quiet) {
         Ok(Ended::Clean) => ExitCode::SUCCESS,
@@ -684,6 +693,8 @@ struct Session {
     recorder: gpio_triggers::RecorderSlot,
     /// What sends closed files to the store (`offload.upload`).
     offload: Option<edgerec_offload::agent::Agent>,
+    /// The fleet link (`remote.broker`).
+    link: Option<edgerec_remote::Link>,
 }
 
 /// Records until stopped, the time limit, or a stage of the pipeline dies.
@@ -776,7 +787,10 @@ fn record(
         cfg,
         ros_stats,
         Some(session.controls.clone()),
-        agent.as_ref().map(|a| a.view()),
+        daemon::Layers {
+            offload: agent.as_ref().map(|a| a.view()),
+            remote: session.link.as_ref().map(|l| l.handle()),
+        },
     );
     let mut health_triggers = health_triggers::HealthTriggers::new(cfg);
     let trigger_handle = rec.status_handle();
@@ -862,6 +876,10 @@ fn record(
             HealthState::Idle
         },
     );
+    // The fleet is told the vehicle stopped (not the last will).
+    if let Some(link) = session.link {
+        link.stop();
+    }
     // After the daemon let go of the watchdog: draining may take a while.
     if let Some(agent) = agent {
         offload::finish(agent, cfg.offload.drain_on_stop);

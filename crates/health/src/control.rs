@@ -68,6 +68,8 @@ pub struct RecordingView {
     pub controls: Option<crate::status::ControlsView>,
     /// Offload; `None` when it is off.
     pub offload: Option<crate::status::OffloadView>,
+    /// The fleet link; `None` without one.
+    pub remote: Option<crate::status::RemoteView>,
     /// The operator's pause; `None` while recording.
     pub paused: Option<crate::status::PauseStatus>,
 }
@@ -304,6 +306,7 @@ impl Control {
                 .map(|s| (s.name.clone(), s.last_error.clone().unwrap_or_default()))
                 .collect(),
             stalled,
+            link_down: rec.remote.as_ref().and_then(|r| r.down.clone()),
         };
         let (state, reasons) = evaluate(&inputs);
         if let Some(leds) = &mut self.leds {
@@ -380,6 +383,7 @@ impl Control {
             ros: rec.ros.clone(),
             controls: rec.controls.clone(),
             offload: rec.offload.clone(),
+            remote: rec.remote.clone(),
             pause: rec.paused.clone(),
         };
         self.board.publish(&snapshot);

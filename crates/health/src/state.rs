@@ -111,6 +111,10 @@ pub struct HealthInputs {
     pub sources_failed: Vec<(String, String)>,
     /// Stages past their heartbeat deadline.
     pub stalled: Vec<String>,
+    /// The fleet link has been down longer than its keepalive; the text
+    /// says for how long and why. Degraded, never a fault: the recording
+    /// does not depend on it.
+    pub link_down: Option<String>,
 }
 
 /// The state to show for `inputs`, and every problem found, most severe
@@ -150,6 +154,9 @@ pub fn evaluate(inputs: &HealthInputs) -> (HealthState, Vec<String>) {
     }
     for (source, error) in &inputs.sources_failed {
         reasons.push(format!("source {source} failed: {error}"));
+    }
+    if let Some(why) = &inputs.link_down {
+        reasons.push(why.clone());
     }
     let degraded = reasons.len() > before_degraded;
     let state = if inputs.booting {
@@ -248,6 +255,22 @@ mod tests {
             ..HealthInputs::default()
         };
         assert_eq!(evaluate(&inputs), (HealthState::Recording, vec![]));
+    }
+
+    #[test]
+    fn a_fleet_link_down_degrades_and_never_faults() {
+        let inputs = HealthInputs {
+            recording: true,
+            link_down: Some("fleet link down for 40 s: I/O: connection refused".to_owned()),
+            ..HealthInputs::default()
+        };
+        assert_eq!(
+            evaluate(&inputs),
+            (
+                HealthState::Degraded,
+                vec!["fleet link down for 40 s: I/O: connection refused".to_owned()]
+            )
+        );
     }
 
     #[test]

@@ -88,6 +88,8 @@ pub struct StatusSnapshot {
     pub controls: Option<ControlsView>,
     /// Offload to the fleet's store; absent with `offload.upload = "none"`.
     pub offload: Option<OffloadView>,
+    /// The fleet link (MQTT); absent without `remote.broker`.
+    pub remote: Option<RemoteView>,
     /// The operator's pause: who and since when; absent while recording.
     pub pause: Option<PauseStatus>,
 }
@@ -100,6 +102,34 @@ pub struct PauseStatus {
     pub by: String,
     /// When, ns since the Unix epoch (system clock).
     pub since_unix_ns: u64,
+}
+
+/// The fleet link, in the snapshot.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct RemoteView {
+    /// `remote.broker`.
+    pub broker: String,
+    /// The topic prefix.
+    pub prefix: String,
+    /// Connected to the broker.
+    pub connected: bool,
+    /// Seconds in that state.
+    pub for_s: f64,
+    /// Connections made since the start.
+    pub connects: u64,
+    /// Connections lost since the start.
+    pub disconnects: u64,
+    /// Messages handed to the connection.
+    pub published: u64,
+    /// Messages waiting for the link.
+    pub queued: u64,
+    /// Messages dropped (the oldest, when too many waited).
+    pub dropped: u64,
+    /// Why the last connection failed or ended.
+    pub last_error: Option<String>,
+    /// Set while the link has been down longer than its keepalive (a
+    /// degraded reason).
+    pub down: Option<String>,
 }
 
 /// Offload inside the running recorder, in the snapshot.
@@ -485,6 +515,19 @@ impl StatusSnapshot {
                 values: flatten(&serde_json::to_value(s).unwrap_or(Value::Null)),
             });
         }
+        if let Some(r) = &self.remote {
+            out.push(Diagnostic {
+                level: if r.down.is_some() {
+                    level::WARN
+                } else {
+                    level::OK
+                },
+                name: "edgerec: fleet link".to_owned(),
+                message: remote_line(r),
+                hardware_id: r.broker.clone(),
+                values: flatten(&serde_json::to_value(r).unwrap_or(Value::Null)),
+            });
+        }
         if let Some(o) = &self.offload {
             let waiting: u64 = o.queue.iter().map(|c| c.files).sum();
             out.push(Diagnostic {
@@ -650,6 +693,23 @@ impl StatusSnapshot {
             "board metrics, by name and origin",
             &metrics,
         );
+        if let Some(r) = &self.remote {
+            gauge(
+                "edgerec_remote_connected",
+                "1 while the fleet link is connected to the broker",
+                &[(String::new(), if r.connected { 1.0 } else { 0.0 })],
+            );
+            gauge(
+                "edgerec_remote_queued",
+                "messages waiting for the fleet link",
+                &[(String::new(), r.queued as f64)],
+            );
+            gauge(
+                "edgerec_remote_dropped",
+                "messages the fleet link dropped (the oldest, when too many waited)",
+                &[(String::new(), r.dropped as f64)],
+            );
+        }
         if let Some(o) = &self.offload {
             let by_class = |f: &dyn Fn(&OffloadClass) -> f64| -> Vec<(String, f64)> {
                 o.queue
@@ -703,6 +763,73 @@ impl StatusSnapshot {
             );
         }
         out
+    }
+}
+
+/// One line of the fleet link's state.
+fn remote_line(r: &RemoteView) -> String {
+    let state = if r.connected {
+        format!("connected to {} for {:.0} s", r.broker, r.for_s)
+    } else {
+        format!(
+            "not connected to {} ({:.0} s){}",
+            r.broker,
+            r.for_s,
+            r.last_error
+                .as_deref()
+                .map(|e| format!(": {e}"))
+                .unwrap_or_default()
+        )
+    };
+    format!(
+        "{state}; {} published under {}/, {} waiting, {} dropped, {} reconnects",
+        r.published,
+        r.prefix,
+        r.queued,
+        r.dropped,
+        r.connects.saturating_sub(1)
+    )
+}
+
+/// [`RemoteView`] as read back from the JSON (`edgerec status` of any
+/// recorder).
+#[derive(Debug, serde::Deserialize)]
+struct RemoteViewText {
+    #[serde(default)]
+    broker: String,
+    #[serde(default)]
+    prefix: String,
+    #[serde(default)]
+    connected: bool,
+    #[serde(default)]
+    for_s: f64,
+    #[serde(default)]
+    connects: u64,
+    #[serde(default)]
+    published: u64,
+    #[serde(default)]
+    queued: u64,
+    #[serde(default)]
+    dropped: u64,
+    #[serde(default)]
+    last_error: Option<String>,
+}
+
+impl RemoteViewText {
+    fn line(self) -> String {
+        remote_line(&RemoteView {
+            broker: self.broker,
+            prefix: self.prefix,
+            connected: self.connected,
+            for_s: self.for_s,
+            connects: self.connects,
+            disconnects: 0,
+            published: self.published,
+            queued: self.queued,
+            dropped: self.dropped,
+            last_error: self.last_error,
+            down: None,
+        })
     }
 }
 
@@ -1319,6 +1446,12 @@ pub fn render_text(v: &Value) -> String {
             ));
         }
     }
+    if let Some(r) = v.get("remote").filter(|r| !r.is_null()) {
+        match serde_json::from_value::<RemoteViewText>(r.clone()) {
+            Ok(r) => line(format!("remote:    {}", r.line())),
+            Err(_) => line("remote:    (unreadable)".to_owned()),
+        }
+    }
     if let Some(o) = v.get("offload").filter(|o| !o.is_null()) {
         let n = |k: &str| o.get(k).and_then(Value::as_u64).unwrap_or(0);
         let queue: Vec<String> = o
@@ -1505,6 +1638,7 @@ mod tests {
             ros: None,
             controls: None,
             offload: None,
+            remote: None,
             pause: None,
         }
     }

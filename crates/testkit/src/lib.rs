@@ -10,6 +10,7 @@
 #![deny(missing_docs)]
 
 pub mod limit;
+pub mod mqtt;
 pub mod netns;
 pub mod ros1;
 pub mod s3;

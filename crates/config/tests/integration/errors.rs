@@ -80,7 +80,7 @@ fn unknown_table() {
         (4, 2),
         Some("strorage"),
         "unknown key",
-        Some("did you mean `storage`? (valid keys: recording, storage, mcap, pipeline, sources, ros, segment, retention, clock, health, metrics, leds, camera, can, udp, triggers, trigger, offload)"),
+        Some("did you mean `storage`? (valid keys: recording, storage, mcap, pipeline, sources, ros, segment, retention, clock, health, metrics, leds, camera, can, udp, triggers, trigger, offload, remote)"),
     );
 }
 
@@ -118,7 +118,7 @@ fn unknown_key_that_belongs_in_another_table() {
         (2, 1),
         Some("root"),
         "unknown key",
-        Some("`root` belongs in [recording], not the top level (valid keys here: recording, storage, mcap, pipeline, sources, ros, segment, retention, clock, health, metrics, leds, camera, can, udp, triggers, trigger, offload)"),
+        Some("`root` belongs in [recording], not the top level (valid keys here: recording, storage, mcap, pipeline, sources, ros, segment, retention, clock, health, metrics, leds, camera, can, udp, triggers, trigger, offload, remote)"),
     );
 }
 
@@ -1072,4 +1072,40 @@ fn a_metrics_endpoint_off_loopback_needs_saying_so() {
         let config = Config::parse(ok, Path::new("edgerec.toml")).unwrap();
         assert!(!config.health.prometheus.is_empty(), "{ok}");
     }
+}
+
+#[test]
+fn the_fleet_link_is_mqtt_over_mutual_tls() {
+    let err = error("[remote]\nbroker = \"mqtt://10.0.0.1:1883\"\n");
+    assert_error(
+        &err,
+        (2, 10),
+        Some("remote.broker"),
+        "`mqtt://10.0.0.1:1883` is not a broker's URL: the link is MQTT over TLS only \
+         (mqtts://): a vehicle's commands and status must not cross the network in the clear",
+        Some(
+            "write e.g. \"mqtts://mqtt.fleet.example:8883\" (MQTT over TLS; the port defaults \
+             to 8883)",
+        ),
+    );
+    let err = error("[remote]\nbroker = \"mqtts://mqtt.example\"\ncert_file = \"/data/v.pem\"\n");
+    assert_error(
+        &err,
+        (2, 10),
+        Some("remote.broker"),
+        "remote.broker is set but remote.key_file is not",
+        Some(
+            "the vehicle shows the broker its certificate (mutual TLS): set remote.cert_file \
+             and remote.key_file, or remote.broker = \"\"",
+        ),
+    );
+    let err = error("[remote]\ntopic_prefix = \"fleet/+/x\"\n");
+    assert_eq!(err.key.as_deref(), Some("remote.topic_prefix"), "{err}");
+    assert!(err.message.contains("wildcard"), "{err}");
+    let config = Config::parse(
+        "[remote]\nbroker = \"mqtts://[::1]:8884\"\ncert_file = \"/data/v.pem\"\nkey_file = \"/data/v.key\"\ntopic_prefix = \"fleet/eu/robot-7\"\n",
+        Path::new("edgerec.toml"),
+    )
+    .unwrap();
+    assert_eq!(config.remote.topic_prefix, "fleet/eu/robot-7");
 }

@@ -7,8 +7,8 @@ use std::time::Duration;
 use edgerec_config::{
     Addressing, CameraConfig, ClockConfig, ClockSourceKind, Compression, Config, EncoderChoice,
     HealthConfig, LedsConfig, McapConfig, MetricsConfig, OffloadConfig, OffloadMode,
-    PipelineConfig, Rate, RecordingConfig, RecordingMode, RetentionConfig, RosConfig, RosDistro,
-    SegmentConfig, SourcesConfig, Sse, StorageBackend, StorageConfig, SyntheticChannel,
+    PipelineConfig, Rate, RecordingConfig, RecordingMode, RemoteConfig, RetentionConfig, RosConfig,
+    RosDistro, SegmentConfig, SourcesConfig, Sse, StorageBackend, StorageConfig, SyntheticChannel,
     SyntheticKind, TriggersConfig,
 };
 
@@ -168,6 +168,17 @@ fn defaults_are_the_documented_values() {
             keep_unsent_clips: true,
             drain_on_stop: Duration::from_secs(30),
             journal_dir: PathBuf::from("/data/edgerec/offload-journal"),
+        },
+        remote: RemoteConfig {
+            broker: String::new(),
+            ca_file: PathBuf::new(),
+            cert_file: PathBuf::new(),
+            key_file: PathBuf::new(),
+            vehicle_id: String::new(),
+            topic_prefix: String::new(),
+            keepalive: Duration::from_secs(30),
+            status_interval: Duration::from_secs(10),
+            queue: 1000,
         },
     };
     assert_eq!(Config::default(), expected);

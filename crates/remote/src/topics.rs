@@ -1,0 +1,37 @@
+//! The topics under the vehicle's prefix.
+
+/// Every topic the link publishes or subscribes to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Topics {
+    /// The prefix (`edgerec/<vehicle_id>`), no trailing `/`.
+    pub prefix: String,
+    /// Retained: online, or the last will's offline.
+    pub connection: String,
+    /// Retained: the recorder's status snapshot.
+    pub status: String,
+}
+
+impl Topics {
+    /// The topics under `prefix` (validated by the configuration: no
+    /// wildcard, no empty level).
+    pub fn new(prefix: &str) -> Topics {
+        let prefix = prefix.trim_end_matches('/').to_owned();
+        Topics {
+            connection: format!("{prefix}/connection"),
+            status: format!("{prefix}/status"),
+            prefix,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Topics;
+
+    #[test]
+    fn topics_sit_under_the_prefix() {
+        let t = Topics::new("edgerec/robot-7");
+        assert_eq!(t.connection, "edgerec/robot-7/connection");
+        assert_eq!(t.status, "edgerec/robot-7/status");
+    }
+}

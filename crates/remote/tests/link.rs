@@ -1,0 +1,248 @@
+//! The link against a real broker: Debian's Mosquitto on loopback, TLS
+//! with certificates the test's CA signed, an ACL per vehicle, the fleet's
+//! side a PyPI paho-mqtt client (`edgerec_testkit::mqtt`).
+
+use std::os::unix::fs::PermissionsExt;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use edgerec_remote::topics::Topics;
+use edgerec_remote::{Link, LinkHandle, Settings};
+use edgerec_testkit::mqtt::{mosquitto, Broker};
+
+const VEHICLE: &str = "robot-7";
+
+fn have_tools() -> bool {
+    if mosquitto().is_none() {
+        edgerec_testkit::skip::skip("mosquitto is not installed (scripts/test installs it)");
+        return false;
+    }
+    true
+}
+
+fn settings(b: &Broker, cert: &str) -> Settings {
+    Settings {
+        broker: format!("mqtts://127.0.0.1:{}", b.port),
+        host: "127.0.0.1".into(),
+        port: b.port,
+        ca_file: b.tls.join("ca.pem"),
+        cert_file: b.tls.join(format!("{cert}.pem")),
+        key_file: b.tls.join(format!("{cert}.key")),
+        vehicle_id: VEHICLE.into(),
+        topics: Topics::new(&format!("edgerec/{VEHICLE}")),
+        keepalive: Duration::from_secs(5),
+        status_interval: Duration::from_secs(1),
+        queue: 100,
+    }
+}
+
+/// A status that changes at every call: `{"n": calls}`.
+fn counting_feed() -> (Arc<AtomicU64>, edgerec_remote::link::StatusFeed) {
+    let n = Arc::new(AtomicU64::new(0));
+    let m = n.clone();
+    (
+        n,
+        Box::new(move || {
+            Some(format!(
+                "{{\"n\":{}}}",
+                m.fetch_add(1, Ordering::SeqCst) + 1
+            ))
+        }),
+    )
+}
+
+fn wait_for(
+    what: &str,
+    limit: Duration,
+    h: &LinkHandle,
+    ok: impl Fn(&edgerec_remote::LinkStatus) -> bool,
+) {
+    let deadline = Instant::now() + limit;
+    loop {
+        let st = h.status();
+        if ok(&st) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "{what} within {limit:?}: {st:#?}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn the_status_is_retained_and_the_vehicle_marked_online_then_stopped() {
+    if !have_tools() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let broker = Broker::start(dir.path(), VEHICLE);
+    let mut fleet = broker.watch("edgerec/robot-7/#", "fleet");
+    let (_, feed) = counting_feed();
+    let link = Link::start(settings(&broker, "vehicle"), feed).expect("link");
+    let h = link.handle();
+    let online = fleet
+        .until(Duration::from_secs(20), |t, p| {
+            t == "edgerec/robot-7/connection" && p["online"] == true
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "no online message: {:#?}\n{}",
+                h.status(),
+                broker.log_text()
+            )
+        });
+    assert_eq!(online["vehicle"], VEHICLE);
+    let first = fleet
+        .until(Duration::from_secs(10), |t, _| {
+            t == "edgerec/robot-7/status"
+        })
+        .expect("a status");
+    assert!(first["n"].as_u64().is_some(), "{first}");
+    // At most one a status_interval (1 s): over 3 s, 2 to 5 of them.
+    let t0 = Instant::now();
+    let mut count = 0;
+    while t0.elapsed() < Duration::from_secs(3) {
+        if fleet
+            .until(Duration::from_millis(200), |t, _| {
+                t == "edgerec/robot-7/status"
+            })
+            .is_some()
+        {
+            count += 1;
+        }
+    }
+    assert!(
+        (2..=5).contains(&count),
+        "{count} statuses in 3 s at a 1 s interval"
+    );
+    let st = h.status();
+    assert!(
+        st.connected && st.connects == 1 && st.down.is_none(),
+        "{st:#?}"
+    );
+    assert!(st.published >= 3 && st.acknowledged >= 1, "{st:#?}");
+
+    // A fleet client that comes later gets both, retained (in either
+    // order).
+    let mut late = broker.watch("edgerec/robot-7/#", "fleet");
+    let (mut status, mut conn) = (None, None);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while (status.is_none() || conn.is_none()) && Instant::now() < deadline {
+        let Some(m) = late.until(Duration::from_millis(500), |t, p| {
+            (t.ends_with("/status") || t.ends_with("/connection")) && p.is_object()
+        }) else {
+            continue;
+        };
+        if m.get("online").is_some() {
+            conn = Some(m);
+        } else {
+            status = Some(m);
+        }
+    }
+    let status = status.expect("the retained status");
+    assert_eq!(status["_retain"], true, "{status}");
+    let conn = conn.expect("the retained connection");
+    assert_eq!(
+        (conn["online"].clone(), conn["_retain"].clone()),
+        (true.into(), true.into())
+    );
+
+    // A clean stop: "stopped", and a DISCONNECT (no last will).
+    link.stop();
+    let off = fleet
+        .until(Duration::from_secs(10), |t, p| {
+            t == "edgerec/robot-7/connection" && p["online"] == false
+        })
+        .expect("the offline message");
+    assert_eq!(off["reason"], "stopped", "{off}");
+    let log = broker.log_text();
+    assert!(
+        log.contains("Client robot-7 disconnected."),
+        "no clean DISCONNECT in the broker's log:\n{log}"
+    );
+}
+
+#[test]
+fn after_a_broker_restart_the_link_comes_back_and_the_status_is_current() {
+    if !have_tools() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut broker = Broker::start(dir.path(), VEHICLE);
+    let (calls, feed) = counting_feed();
+    let link = Link::start(settings(&broker, "vehicle"), feed).expect("link");
+    let h = link.handle();
+    wait_for("connected", Duration::from_secs(20), &h, |s| {
+        s.connected && s.published >= 2
+    });
+
+    broker.kill();
+    wait_for("the loss seen", Duration::from_secs(15), &h, |s| {
+        !s.connected && s.disconnects == 1
+    });
+    let st = h.status();
+    assert!(
+        st.last_error.is_some() && st.down.is_none(),
+        "down only after the keepalive: {st:#?}"
+    );
+    std::thread::sleep(Duration::from_secs(2));
+    broker.start_again();
+    wait_for("reconnected", Duration::from_secs(40), &h, |s| {
+        s.connected && s.connects == 2
+    });
+    let after = calls.load(Ordering::SeqCst);
+    // Within one interval (1 s) and a tick of the reconnect, the retained
+    // status is one made after the link came back.
+    std::thread::sleep(Duration::from_millis(1500));
+    let mut fleet = broker.watch("edgerec/robot-7/status", "fleet");
+    let status = fleet
+        .until(Duration::from_secs(5), |_, _| true)
+        .expect("the retained status");
+    assert!(
+        status["n"].as_u64().unwrap_or(0) >= after,
+        "retained status {status} is older than the reconnect (feed call {after})"
+    );
+    link.stop();
+}
+
+#[test]
+fn a_certificate_the_broker_does_not_trust_never_connects_and_says_why() {
+    if !have_tools() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let broker = Broker::start(dir.path(), VEHICLE);
+    let (_, feed) = counting_feed();
+    let link = Link::start(settings(&broker, "stranger/client"), feed).expect("link");
+    let h = link.handle();
+    // keepalive 5 s: down is said past it, with the reason.
+    wait_for("the link said down", Duration::from_secs(20), &h, |s| {
+        s.down.is_some()
+    });
+    let st = h.status();
+    assert!(
+        !st.connected && st.connects == 0 && st.published == 0,
+        "{st:#?}"
+    );
+    let why = st.last_error.clone().unwrap_or_default();
+    assert!(!why.is_empty(), "{st:#?}");
+    assert!(st.down.as_deref().unwrap_or("").contains(&why), "{st:#?}");
+    link.stop();
+}
+
+#[test]
+fn a_key_others_can_read_is_refused_before_connecting() {
+    let dir = tempfile::tempdir().unwrap();
+    if !have_tools() {
+        return;
+    }
+    let broker = Broker::start(dir.path(), VEHICLE);
+    let s = settings(&broker, "vehicle");
+    std::fs::set_permissions(&s.key_file, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let (_, feed) = counting_feed();
+    let e = Link::start(s, feed).expect_err("a world-readable key");
+    assert!(e.to_string().contains("chmod 600"), "{e}");
+}
