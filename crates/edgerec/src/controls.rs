@@ -1,40 +1,76 @@
 //! The operator's commands (`edgerec ctl`, rosbag2's recorder services) on
 //! the running recorder.
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use edgerec_health::access::{Need, Policy};
 use edgerec_health::ctl::{user_name, Access, CtlHandler, CtlServer, Peer};
 use edgerec_health::own_topics::AuditRecords;
+use edgerec_health::status::StatusBoard;
 use edgerec_offload::agent::AgentView;
+use edgerec_offload::ledger::Ledger;
 use edgerec_recorder::StatusHandle;
 use edgerec_ros::audit::{AuditSink, Audited, Surface};
-use edgerec_ros::control::{execute_in, Command, ControlSlot, Controls, OffloadVerb, Reply};
+use edgerec_ros::control::{
+    execute_in, Command, ControlSlot, Controls, OffloadVerb, Reply, Window,
+};
 use edgerec_ros::rate_limit::Requester;
 
-/// The recorder, as the commands see it, and its offload when on.
-pub struct RecorderControls(pub StatusHandle, pub Option<AgentView>);
+/// Sessions and clips `list` names at most, each.
+const LIST_MAX: usize = 50;
+
+/// The recorder, as the commands see it: its status handle, its offload
+/// when on (and the ledger of what is at the store), the status board and
+/// the recordings' root.
+pub struct RecorderControls {
+    /// The running recorder.
+    pub recorder: StatusHandle,
+    /// Offload, when `offload.upload` is on.
+    pub offload: Option<(AgentView, Ledger)>,
+    /// The status snapshot the health side publishes.
+    pub board: StatusBoard,
+    /// `recording.root`.
+    pub root: PathBuf,
+}
 
 impl Controls for RecorderControls {
     fn pause(&self, who: &str) {
-        self.0.pause(who);
+        self.recorder.pause(who);
     }
     fn resume(&self, who: &str) {
-        self.0.resume(who);
+        self.recorder.resume(who);
     }
     fn is_paused(&self) -> bool {
-        self.0.is_paused()
+        self.recorder.is_paused()
     }
     fn split(&self) {
-        self.0.split();
+        self.recorder.split();
     }
-    fn trigger(&self, name: &str, reason: &str) -> Result<String, String> {
-        if self.0.trigger(name, reason) {
+    fn status(&self) -> Result<String, String> {
+        let json = self.board.json();
+        if json.is_empty() {
+            return Err("the recorder is still starting; try again".into());
+        }
+        Ok(json.to_string())
+    }
+    fn list(&self) -> Result<String, String> {
+        let ledger = self.offload.as_ref().map(|(_, l)| l.clone());
+        let sent = ledger.map(|l| move |p: &Path| l.has(p));
+        let uploaded: edgerec_recorder::inventory::Uploaded<'_> =
+            sent.as_ref().map(|f| f as &dyn Fn(&Path) -> bool);
+        Ok(edgerec_recorder::inventory::list(&self.root, LIST_MAX, uploaded).to_string())
+    }
+    fn trigger(&self, name: &str, reason: &str, window: Window) -> Result<String, String> {
+        if self
+            .recorder
+            .trigger_window(name, reason, window.pre, window.post)
+        {
             Ok(format!(
                 "event {} recorded: its clip goes under <recording.root>/events/",
                 if name.is_empty() { "ctl" } else { name }
             ))
-        } else if self.0.events().is_none() {
+        } else if self.recorder.events().is_none() {
             Err(
                 "this recording makes no event clips: set recording.mode = \"triggered\" or \"mixed\""
                     .into(),
@@ -44,7 +80,7 @@ impl Controls for RecorderControls {
         }
     }
     fn offload(&self, verb: OffloadVerb, who: &str) -> Result<String, String> {
-        let Some(a) = &self.1 else {
+        let Some((a, _)) = &self.offload else {
             return Err(
                 "offload is off in this recording: set offload.upload = \"all\" or \"events\""
                     .into(),
@@ -52,7 +88,8 @@ impl Controls for RecorderControls {
         };
         match verb {
             OffloadVerb::Status => {
-                let view = crate::offload::view(&a.status(), self.0.snapshot().deleted_unsent);
+                let view =
+                    crate::offload::view(&a.status(), self.recorder.snapshot().deleted_unsent);
                 serde_json::to_string(&view).map_err(|e| e.to_string())
             }
             OffloadVerb::Pause => {

@@ -190,11 +190,15 @@ enum Cmd {
         paths: Vec<PathBuf>,
     },
     /// Give a running recorder a command over its control socket
-    /// (`health.control_socket`): pause, resume, split, is-paused, or
-    /// trigger [--name NAME] [--reason TEXT] (an event clip, in
-    /// `triggered` and `mixed` mode). Exit 0 when it was carried out.
+    /// (`health.control_socket`): pause, resume, split, is-paused, status
+    /// (the snapshot as JSON), list (the sessions, segments and event clips
+    /// on the vehicle with their time ranges and upload state, as JSON), or
+    /// trigger [--name NAME] [--pre DURATION] [--post DURATION] [--reason
+    /// TEXT] (an event clip, in `triggered` and `mixed` mode; `--pre` and
+    /// `--post` override the rule's window, 0 to 1 h). Exit 0 when it was
+    /// carried out.
     #[command(
-        after_help = "Example:\n  edgerec ctl trigger --reason \"hard brake at the depot gate\""
+        after_help = "Example:\n  edgerec ctl trigger --reason \"hard brake at the depot gate\"\n  edgerec ctl trigger --pre 30s --post 5s --reason \"lane drift\"\n  edgerec ctl list"
     )]
     Ctl {
         /// The configuration file, for `health.control_socket`.
@@ -765,10 +769,12 @@ fn record(
     if session.start_paused {
         rec.status_handle().pause("`--start-paused`");
     }
-    let _ = session.controls.set(Arc::new(controls::RecorderControls(
-        rec.status_handle(),
-        agent.as_ref().map(|a| a.view()),
-    )));
+    let _ = session.controls.set(Arc::new(controls::RecorderControls {
+        recorder: rec.status_handle(),
+        offload: agent.as_ref().map(|a| (a.view(), a.ledger())),
+        board: daemon.board.clone(),
+        root: cfg.recording.root.clone(),
+    }));
     let _ctl = match non_empty_path(&cfg.health.control_socket) {
         Some(p) => Some(
             controls::serve(

@@ -175,6 +175,19 @@ fn the_control_socket_answers_by_who_asks_and_audits_it() {
     assert!(text(&o).contains("\"paused\":false"), "{}", text(&o));
     let o = ctl_as_nobody(&sock, "pause", &[100]);
     assert!(!o.status.success(), "{}", text(&o));
+    // `list` reads: the session being recorded, its segment open.
+    let o = ctl_as_nobody(&sock, "list", &[100]);
+    assert!(o.status.success(), "{}", text(&o));
+    let reply: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
+    let list: serde_json::Value =
+        serde_json::from_str(reply["message"].as_str().unwrap_or("")).unwrap_or_default();
+    assert_eq!(list["sessions_total"], 1, "{}", text(&o));
+    let seg = &list["sessions"][0]["files"][0];
+    assert_eq!(
+        (seg["state"].as_str(), seg["upload"].as_str()),
+        (Some("recording"), Some("off")),
+        "{list:#}"
+    );
 
     // In the control group: the pause is carried out, and is by nobody.
     let o = ctl_as_nobody(&sock, "pause", &[0]);

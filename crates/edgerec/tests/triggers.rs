@@ -737,12 +737,52 @@ fn ctl_trigger_makes_a_clip_that_rosbag2_readers_open() {
     std::thread::sleep(Duration::from_millis(1500));
     s.trigger(&["--reason", "test"]);
     let done = s.wait_for_clips(1, Duration::from_secs(20));
+    // A trigger with its own window: 500 ms before, 2 s after.
+    s.trigger(&[
+        "--name",
+        "win",
+        "--pre",
+        "500ms",
+        "--post",
+        "2s",
+        "--reason",
+        "own window",
+    ]);
+    let done_win = s.wait_for_clips(2, Duration::from_secs(20));
     let _ = s.stop(child);
-    assert!(done, "the clip was not finished in 20 s\n{}", s.log());
+    assert!(
+        done && done_win,
+        "the clips were not finished in 20 s\n{}",
+        s.log()
+    );
 
     let clips = s.clips();
-    assert_eq!(clips.len(), 1, "{clips:?}");
-    let dir = &clips[0];
+    assert_eq!(clips.len(), 2, "{clips:?}");
+    let win = clips
+        .iter()
+        .find(|c| {
+            c.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("win_"))
+        })
+        .expect("the clip of --name win");
+    let rb = read_clip(win);
+    let ev = meta(&rb, "edgerec.event");
+    assert_eq!(
+        (ev["pre_ns"].as_str(), ev["post_ns"].as_str()),
+        ("500000000", "2000000000"),
+        "{ev:?}"
+    );
+    let clip = meta(&rb, "edgerec.clip");
+    let at = ns(ev, "trigger_time_ns");
+    assert_eq!(ns(clip, "end_ns"), at + 2_000_000_000, "{clip:?}");
+    assert!(ns(clip, "start_ns") >= at - 500_000_000, "{clip:?}");
+    let dir = clips
+        .iter()
+        .find(|c| {
+            c.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("ctl_"))
+        })
+        .expect("the ctl clip");
     check(dir);
     let rb = read_clip(dir);
     let ev = meta(&rb, "edgerec.event");

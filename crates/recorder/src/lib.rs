@@ -40,6 +40,7 @@ pub mod compressor;
 mod counters;
 mod drops;
 pub mod events;
+pub mod inventory;
 pub mod options;
 pub mod recorder;
 pub mod retention;

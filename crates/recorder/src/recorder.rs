@@ -145,8 +145,27 @@ impl StatusHandle {
     /// the clip (empty = `ctl`), `reason` goes into its metadata. False
     /// when the recording makes no clips (`continuous` mode) or has ended.
     pub fn trigger(&self, name: &str, reason: &str) -> bool {
+        self.trigger_window(name, reason, None, None)
+    }
+
+    /// [`trigger`](Self::trigger) whose clip keeps `pre` before the event
+    /// (at most what the pre-roll ring holds) and `post` after it; `None`
+    /// takes the rule's (or `[triggers]`') value.
+    pub fn trigger_window(
+        &self,
+        name: &str,
+        reason: &str,
+        pre: Option<std::time::Duration>,
+        post: Option<std::time::Duration>,
+    ) -> bool {
+        let ns = |d: std::time::Duration| d.as_nanos().min(u128::from(u64::MAX)) as u64;
         match &self.events {
-            Some(e) if !e.lane.is_closed() => e.lane.trigger(name.to_owned(), reason.to_owned()),
+            Some(e) if !e.lane.is_closed() => e.lane.trigger(
+                name.to_owned(),
+                reason.to_owned(),
+                pre.map(ns),
+                post.map(ns),
+            ),
             _ => false,
         }
     }

@@ -7,28 +7,33 @@
 //! `edgerec ctl` takes after `ctl`, one command a line:
 //!
 //! ```text
-//! pause | resume | split | is-paused | trigger [--name NAME] [--reason TEXT]
+//! pause | resume | split | is-paused | status | list
+//! trigger [--name NAME] [--pre DURATION] [--post DURATION] [--reason TEXT]
 //! offload-status | offload-pause | offload-resume | offload-retry
 //! ```
 //!
-//! `--name` names the event clip (letters, digits, `_`, `-`); `--reason`
-//! takes the rest of the line, so it comes last.
+//! `--name` names the event clip (letters, digits, `_`, `-`); `--pre` and
+//! `--post` set how much before and after the event the clip keeps
+//! (`20s`, `500ms`, `2min`; 0 to 1 h; else the rule's or `[triggers]`');
+//! `--reason` takes the rest of the line, so it comes last.
 //!
 //! ```
-//! use edgerec_ros::control::Command;
+//! use edgerec_ros::control::{Command, Window};
 //!
 //! let c: Command = "trigger --reason door opened".parse().unwrap();
-//! assert_eq!(c, Command::Trigger { name: String::new(), reason: "door opened".into() });
+//! assert_eq!(c, Command::Trigger { name: String::new(), reason: "door opened".into(), window: Window::default() });
 //! assert_eq!(c.to_string(), "trigger --reason door opened");
 //! let c: Command = "trigger --name brake --reason hard brake".parse().unwrap();
-//! assert_eq!(c, Command::Trigger { name: "brake".into(), reason: "hard brake".into() });
+//! assert_eq!(c, Command::Trigger { name: "brake".into(), reason: "hard brake".into(), window: Window::default() });
+//! let c: Command = "trigger --pre 30s --post 2s".parse().unwrap();
+//! assert_eq!(c.to_string(), "trigger --pre 30s --post 2s");
 //! assert_eq!(Command::from_args(["split"]).unwrap(), Command::Split);
 //! ```
 
 use std::fmt;
 use std::str::FromStr;
 use std::sync::{Arc, OnceLock};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::audit::{AuditSink, Audited, Surface};
 use crate::rate_limit::{RateLimiter, RateLimits, Refusals, Requester};
@@ -53,10 +58,57 @@ pub enum Command {
         /// Why, in the operator's words; empty when none was given. Never
         /// holds a line break, nor white space at either end.
         reason: String,
+        /// How much before and after the event its clip keeps; unset
+        /// parts are the rule's (or `[triggers]`').
+        window: Window,
     },
+    /// The recorder's status snapshot, as JSON (what `edgerec status
+    /// --json` prints).
+    Status,
+    /// The sessions, segments and event clips on the vehicle with their
+    /// time ranges and upload state, as JSON.
+    List,
     /// Offload to the fleet's store: its status, or pause, resume or
     /// retry it (`edgerec offload VERB`; control socket only).
     Offload(OffloadVerb),
+}
+
+/// The longest `--pre` or `--post` a trigger may ask for.
+pub const MAX_WINDOW: Duration = Duration::from_secs(3600);
+
+/// A trigger's own clip window: how much before (`pre`) and after
+/// (`post`) the event; `None` = the rule's or `[triggers]`' value.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Window {
+    /// Before the event (at most what the pre-roll ring holds).
+    pub pre: Option<Duration>,
+    /// After the event.
+    pub post: Option<Duration>,
+}
+
+/// A window part from its text (`20s`, `500ms`, `2min`), 0 to
+/// [`MAX_WINDOW`]; `option` names it in the error.
+pub fn parse_window(option: &'static str, text: &str) -> Result<Duration, ControlError> {
+    let bad = || ControlError::BadWindow {
+        option,
+        text: text.to_owned(),
+    };
+    let d = edgerec_config::parse_duration(text).map_err(|_| bad())?;
+    if d > MAX_WINDOW {
+        return Err(bad());
+    }
+    Ok(d)
+}
+
+/// A window part as the text form writes it (`20s`, `1500ms`).
+fn window_text(d: Duration) -> String {
+    if d.subsec_nanos() == 0 {
+        format!("{}s", d.as_secs())
+    } else if d.subsec_nanos() % 1_000_000 == 0 {
+        format!("{}ms", d.as_millis())
+    } else {
+        format!("{}ns", d.as_nanos())
+    }
 }
 
 /// What `edgerec offload` asks.
@@ -73,11 +125,13 @@ pub enum OffloadVerb {
 }
 
 /// The words of the text form, in the order `edgerec ctl --help` lists them.
-pub const VERBS: [&str; 9] = [
+pub const VERBS: [&str; 11] = [
     "pause",
     "resume",
     "split",
     "is-paused",
+    "status",
+    "list",
     "trigger",
     "offload-status",
     "offload-pause",
@@ -114,6 +168,14 @@ pub enum ControlError {
     /// A line break in the command (the socket carries one command a line).
     #[error("a command is one line; the text holds a line break")]
     LineBreak,
+    /// `--pre` or `--post` without a duration, or one out of range.
+    #[error("trigger {option} needs a duration from 0 s to 1 h (20s, 500ms, 2min), got {text:?}")]
+    BadWindow {
+        /// `--pre` or `--post`.
+        option: &'static str,
+        /// What was given.
+        text: String,
+    },
 }
 
 impl Command {
@@ -123,7 +185,10 @@ impl Command {
     pub fn changes_anything(&self) -> bool {
         !matches!(
             self,
-            Command::IsPaused | Command::Offload(OffloadVerb::Status)
+            Command::IsPaused
+                | Command::Status
+                | Command::List
+                | Command::Offload(OffloadVerb::Status)
         )
     }
 
@@ -134,6 +199,8 @@ impl Command {
             Command::Resume => "resume",
             Command::IsPaused => "is-paused",
             Command::Split => "split",
+            Command::Status => "status",
+            Command::List => "list",
             Command::Trigger { .. } => "trigger",
             Command::Offload(OffloadVerb::Status) => "offload-status",
             Command::Offload(OffloadVerb::Pause) => "offload-pause",
@@ -149,12 +216,31 @@ impl Command {
 
     /// A trigger whose clip is called `name` (empty: `ctl`).
     pub fn named_trigger(name: &str, reason: &str) -> Result<Command, ControlError> {
+        Command::windowed_trigger(name, reason, Window::default())
+    }
+
+    /// A trigger whose clip is called `name` and keeps `window` around
+    /// the event.
+    pub fn windowed_trigger(
+        name: &str,
+        reason: &str,
+        window: Window,
+    ) -> Result<Command, ControlError> {
         if reason.contains(['\n', '\r']) || name.contains(['\n', '\r']) {
             return Err(ControlError::LineBreak);
+        }
+        for (option, d) in [("--pre", window.pre), ("--post", window.post)] {
+            if d.is_some_and(|d| d > MAX_WINDOW) {
+                return Err(ControlError::BadWindow {
+                    option,
+                    text: d.map(window_text).unwrap_or_default(),
+                });
+            }
         }
         Ok(Command::Trigger {
             name: check_name(name)?,
             reason: reason.trim().to_owned(),
+            window,
         })
     }
 
@@ -170,15 +256,24 @@ impl Command {
         let verb = args.next().ok_or(ControlError::Empty)?;
         let command = parse_verb(verb.as_ref())?;
         let (mut name, mut reason) = (None::<String>, None::<String>);
+        let (mut pre, mut post) = (None::<String>, None::<String>);
         while let Some(arg) = args.next() {
             let arg = arg.as_ref();
             if !matches!(command, Command::Trigger { .. }) {
                 return Err(unexpected(&command, arg));
             }
+            let bad_window = |option| ControlError::BadWindow {
+                option,
+                text: String::new(),
+            };
             let (slot, rest, missing) = if let Some(rest) = arg.strip_prefix("--reason") {
                 (&mut reason, rest, ControlError::MissingReason)
             } else if let Some(rest) = arg.strip_prefix("--name") {
                 (&mut name, rest, ControlError::BadName(String::new()))
+            } else if let Some(rest) = arg.strip_prefix("--pre") {
+                (&mut pre, rest, bad_window("--pre"))
+            } else if let Some(rest) = arg.strip_prefix("--post") {
+                (&mut post, rest, bad_window("--post"))
             } else {
                 return Err(unexpected(&command, arg));
             };
@@ -195,10 +290,17 @@ impl Command {
             *slot = Some(value);
         }
         match command {
-            Command::Trigger { .. } => Command::named_trigger(
-                name.as_deref().unwrap_or(""),
-                reason.as_deref().unwrap_or(""),
-            ),
+            Command::Trigger { .. } => {
+                let window = Window {
+                    pre: pre.map(|t| parse_window("--pre", &t)).transpose()?,
+                    post: post.map(|t| parse_window("--post", &t)).transpose()?,
+                };
+                Command::windowed_trigger(
+                    name.as_deref().unwrap_or(""),
+                    reason.as_deref().unwrap_or(""),
+                    window,
+                )
+            }
             c => Ok(c),
         }
     }
@@ -223,9 +325,12 @@ fn parse_verb(word: &str) -> Result<Command, ControlError> {
         "resume" => Command::Resume,
         "split" => Command::Split,
         "is-paused" => Command::IsPaused,
+        "status" => Command::Status,
+        "list" => Command::List,
         "trigger" => Command::Trigger {
             name: String::new(),
             reason: String::new(),
+            window: Window::default(),
         },
         "offload-status" => Command::Offload(OffloadVerb::Status),
         "offload-pause" => Command::Offload(OffloadVerb::Pause),
@@ -269,35 +374,57 @@ impl FromStr for Command {
         if !matches!(command, Command::Trigger { .. }) {
             return Err(unexpected(&command, rest));
         }
-        // `--name NAME` (or `--name=NAME`) first, then `--reason` and the
-        // rest of the line.
-        let mut name = "";
+        // Options (`--name NAME`, `--pre D`, `--post D`, each also with
+        // `=`), then `--reason` and the rest of the line.
+        let (mut name, mut window) = (None::<&str>, Window::default());
         let mut rest = rest;
-        if let Some(after) = rest.strip_prefix("--name") {
+        loop {
+            if rest.is_empty() {
+                return Command::windowed_trigger(name.unwrap_or(""), "", window);
+            }
+            if let Some(text) = rest.strip_prefix("--reason") {
+                return match text {
+                    "" => Err(ControlError::MissingReason),
+                    t if t.starts_with([' ', '\t', '=']) => {
+                        Command::windowed_trigger(name.unwrap_or(""), &t[1..], window)
+                    }
+                    _ => Err(unexpected(&command, rest)),
+                };
+            }
+            let Some((option, after)) = ["--name", "--pre", "--post"]
+                .into_iter()
+                .find_map(|o| rest.strip_prefix(o).map(|a| (o, a)))
+            else {
+                return Err(unexpected(&command, rest));
+            };
+            let missing = || match option {
+                "--name" => ControlError::BadName(String::new()),
+                o => ControlError::BadWindow {
+                    option: if o == "--pre" { "--pre" } else { "--post" },
+                    text: String::new(),
+                },
+            };
             let after = match after.strip_prefix('=') {
                 Some(a) => a,
                 None if after.starts_with([' ', '\t']) => after.trim_start(),
-                None if after.is_empty() => return Err(ControlError::BadName(String::new())),
+                None if after.is_empty() => return Err(missing()),
                 None => return Err(unexpected(&command, rest)),
             };
             let (word, more) = after
                 .split_once(char::is_whitespace)
                 .map_or((after, ""), |(w, m)| (w, m.trim_start()));
             if word.is_empty() {
-                return Err(ControlError::BadName(String::new()));
+                return Err(missing());
             }
-            name = word;
+            let taken = match option {
+                "--name" => name.replace(word).is_some(),
+                "--pre" => window.pre.replace(parse_window("--pre", word)?).is_some(),
+                _ => window.post.replace(parse_window("--post", word)?).is_some(),
+            };
+            if taken {
+                return Err(unexpected(&command, rest));
+            }
             rest = more;
-        }
-        if rest.is_empty() {
-            return Command::named_trigger(name, "");
-        }
-        match rest.strip_prefix("--reason") {
-            Some("") => Err(ControlError::MissingReason),
-            Some(text) if text.starts_with([' ', '\t', '=']) => {
-                Command::named_trigger(name, &text[1..])
-            }
-            _ => Err(unexpected(&command, rest)),
         }
     }
 }
@@ -306,10 +433,20 @@ impl fmt::Display for Command {
     /// The one-line text form; it parses back to the same command.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Command::Trigger { name, reason } => {
+            Command::Trigger {
+                name,
+                reason,
+                window,
+            } => {
                 f.write_str("trigger")?;
                 if !name.is_empty() {
                     write!(f, " --name {name}")?;
+                }
+                if let Some(d) = window.pre {
+                    write!(f, " --pre {}", window_text(d))?;
+                }
+                if let Some(d) = window.post {
+                    write!(f, " --post {}", window_text(d))?;
                 }
                 if !reason.is_empty() {
                     write!(f, " --reason {reason}")?;
@@ -329,6 +466,7 @@ mod tests {
         Command::Trigger {
             name: String::new(),
             reason: reason.into(),
+            window: Window::default(),
         }
     }
 
@@ -337,6 +475,7 @@ mod tests {
         let want = Command::Trigger {
             name: "hard_brake-2".into(),
             reason: "brake at 0.6 g".into(),
+            window: Window::default(),
         };
         for line in [
             "trigger --name hard_brake-2 --reason brake at 0.6 g",
@@ -370,12 +509,77 @@ mod tests {
     }
 
     #[test]
+    fn trigger_windows() {
+        let want = Command::Trigger {
+            name: "drift".into(),
+            reason: "lane drift".into(),
+            window: Window {
+                pre: Some(Duration::from_secs(30)),
+                post: Some(Duration::from_millis(1500)),
+            },
+        };
+        for line in [
+            "trigger --name drift --pre 30s --post 1500ms --reason lane drift",
+            "trigger --pre=30s --name=drift --post 1.5s --reason=lane drift",
+        ] {
+            assert_eq!(line.parse::<Command>().unwrap(), want, "{line:?}");
+        }
+        assert_eq!(
+            want.to_string(),
+            "trigger --name drift --pre 30s --post 1500ms --reason lane drift"
+        );
+        assert_eq!(want.to_string().parse::<Command>().unwrap(), want);
+        assert_eq!(
+            Command::from_args([
+                "trigger",
+                "--post",
+                "1500ms",
+                "--reason",
+                "lane drift",
+                "--pre=30s",
+                "--name",
+                "drift"
+            ])
+            .unwrap(),
+            want
+        );
+        let only_post = "trigger --post 0s".parse::<Command>().unwrap();
+        assert_eq!(only_post.to_string(), "trigger --post 0s");
+        for bad in [
+            "trigger --pre",
+            "trigger --pre 2h",
+            "trigger --post soon",
+            "trigger --pre -1s",
+        ] {
+            assert!(
+                matches!(bad.parse::<Command>(), Err(ControlError::BadWindow { .. })),
+                "{bad}: {:?}",
+                bad.parse::<Command>()
+            );
+        }
+        assert!(matches!(
+            Command::from_args(["trigger", "--post", "61min"]),
+            Err(ControlError::BadWindow {
+                option: "--post",
+                ..
+            })
+        ));
+        assert!(matches!(
+            "trigger --pre 1s --pre 2s".parse::<Command>(),
+            Err(ControlError::UnexpectedArgument { .. })
+        ));
+        assert!(!Command::Status.changes_anything() && !Command::List.changes_anything());
+    }
+
+    #[test]
     fn every_verb_parses_from_a_line_and_from_args() {
         let all = [
             Command::Pause,
             Command::Resume,
             Command::Split,
             Command::IsPaused,
+            Command::Status,
+            Command::List,
             trigger(""),
             Command::Offload(OffloadVerb::Status),
             Command::Offload(OffloadVerb::Pause),
@@ -524,9 +728,17 @@ pub trait Controls: Send + Sync {
     fn is_paused(&self) -> bool;
     /// Close the open segment and start the next.
     fn split(&self);
-    /// Mark an event whose clip is called `name` (empty: `ctl`); `Err`
-    /// says why it was not taken.
-    fn trigger(&self, name: &str, reason: &str) -> Result<String, String>;
+    /// Mark an event whose clip is called `name` (empty: `ctl`) and
+    /// keeps `window` around it; `Err` says why it was not taken.
+    fn trigger(&self, name: &str, reason: &str, window: Window) -> Result<String, String>;
+    /// The recorder's status snapshot as JSON.
+    fn status(&self) -> Result<String, String> {
+        Err("the status is not served here".to_owned())
+    }
+    /// The sessions, segments and clips on the vehicle as JSON.
+    fn list(&self) -> Result<String, String> {
+        Err("the recordings are not listed here".to_owned())
+    }
     /// Offload's status (JSON), or pause, resume or retry it as `who`
     /// asked; `Err` when offload is off.
     fn offload(&self, verb: OffloadVerb, who: &str) -> Result<String, String> {
@@ -654,7 +866,19 @@ pub fn execute_as(c: &dyn Controls, cmd: &Command, who: &str) -> Reply {
                 "the open segment is closed at its next chunk".to_owned(),
             )
         }
-        Command::Trigger { name, reason } => match c.trigger(name, reason) {
+        Command::Trigger {
+            name,
+            reason,
+            window,
+        } => match c.trigger(name, reason, *window) {
+            Ok(m) => (true, m),
+            Err(m) => (false, m),
+        },
+        Command::Status => match c.status() {
+            Ok(m) => (true, m),
+            Err(m) => (false, m),
+        },
+        Command::List => match c.list() {
             Ok(m) => (true, m),
             Err(m) => (false, m),
         },
@@ -717,7 +941,7 @@ mod controls_tests {
         fn split(&self) {
             self.splits.fetch_add(1, Ordering::Relaxed);
         }
-        fn trigger(&self, _: &str, _: &str) -> Result<String, String> {
+        fn trigger(&self, _: &str, _: &str, _: Window) -> Result<String, String> {
             Err("no trigger \"configured\"".into())
         }
     }

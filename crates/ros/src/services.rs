@@ -167,6 +167,7 @@ impl ServiceKind {
             ServiceKind::Trigger => Command::Trigger {
                 name: String::new(),
                 reason: String::new(),
+                window: crate::control::Window::default(),
             },
         }
     }

@@ -26,6 +26,10 @@ pub(crate) enum Input {
         name: String,
         /// The operator's reason.
         reason: String,
+        /// Before the event, ns; `None` = the rule's.
+        pre_ns: Option<u64>,
+        /// After the event, ns; `None` = the rule's.
+        post_ns: Option<u64>,
     },
 }
 
@@ -74,8 +78,19 @@ impl Lane {
 
     /// Asks for a clip now; false when the stage has ended or has not
     /// made room in the lane within a second (it is far behind).
-    pub(crate) fn trigger(&self, name: String, reason: String) -> bool {
-        let mut input = Input::Manual { name, reason };
+    pub(crate) fn trigger(
+        &self,
+        name: String,
+        reason: String,
+        pre_ns: Option<u64>,
+        post_ns: Option<u64>,
+    ) -> bool {
+        let mut input = Input::Manual {
+            name,
+            reason,
+            pre_ns,
+            post_ns,
+        };
         let until = std::time::Instant::now() + std::time::Duration::from_secs(1);
         loop {
             match self.tx.try_send(input) {

@@ -140,7 +140,12 @@ impl EventsStage {
                         self.fire(f, &mut open, &ring, &latched, beat);
                     }
                 }
-                Ok(Input::Manual { name, reason }) => {
+                Ok(Input::Manual {
+                    name,
+                    reason,
+                    pre_ns,
+                    post_ns,
+                }) => {
                     let at = self.intake.now_ns();
                     // A rule's cooldown holds for its GPIO edges and health
                     // conditions too.
@@ -152,7 +157,13 @@ impl EventsStage {
                         tracing::info!("event {name} ignored: within its cooldown");
                     } else {
                         last_instant.insert(name.clone(), at);
-                        let ev = self.instant_event(&name, reason, at);
+                        let mut ev = self.instant_event(&name, reason, at);
+                        if let Some(pre) = pre_ns {
+                            ev.info.pre_ns = pre;
+                        }
+                        if let Some(post) = post_ns {
+                            ev.info.post_ns = post;
+                        }
                         self.event(ev, &mut open, &ring, &latched, beat);
                     }
                 }
