@@ -111,6 +111,15 @@ section! {
         /// down; past it the oldest are dropped and counted; 16 to
         /// 100000. Default 1000.
         queue: u32 = 1000, int(16..=100_000);
+        /// The commands this vehicle takes from the fleet (`trigger`,
+        /// `pause`, `resume`, `split`, `status`, `list`); any other is
+        /// refused, and audited. Default `["status", "list"]`: only asking.
+        allow: Vec<String> = vec!["status".to_owned(), "list".to_owned()], read(remote::allowed_commands);
+        /// Where the ids of the fleet's commands are journaled (made
+        /// durable before each runs), so a command delivered twice, after a
+        /// reconnect or a restart, runs once; empty = kept in memory only.
+        /// Default `/data/edgerec/remote-commands.jsonl`.
+        journal: PathBuf = PathBuf::from("/data/edgerec/remote-commands.jsonl"), path();
     }
     check remote::check;
 }

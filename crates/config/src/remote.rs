@@ -117,6 +117,28 @@ pub(crate) fn topic_prefix(cx: &Cx, field: &Field) -> Result<String> {
     }
 }
 
+/// The commands the fleet link can carry, in the order the docs list
+/// them.
+pub const REMOTE_COMMANDS: [&str; 6] = ["trigger", "pause", "resume", "split", "status", "list"];
+
+/// `remote.allow`: commands of [`REMOTE_COMMANDS`], each once.
+pub(crate) fn allowed_commands(cx: &Cx, field: &Field) -> Result<Vec<String>> {
+    let list = crate::readers::string_list(cx, field)?;
+    for (i, c) in list.iter().enumerate() {
+        if !REMOTE_COMMANDS.contains(&c.as_str()) {
+            return Err(cx.at(
+                field,
+                format!("`{c}` is not a command the fleet link carries"),
+                Some(format!("use some of: {}", REMOTE_COMMANDS.join(", "))),
+            ));
+        }
+        if list[..i].contains(c) {
+            return Err(cx.at(field, format!("`{c}` is listed twice"), None));
+        }
+    }
+    Ok(list)
+}
+
 /// A broker needs the vehicle's certificate and key (mutual TLS is the
 /// link's perimeter).
 pub(crate) fn check(cx: &Cx, table: &Table, config: &crate::RemoteConfig) -> Result<()> {

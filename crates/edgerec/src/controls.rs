@@ -196,6 +196,17 @@ pub fn audit_sink(records: Arc<AuditRecords>) -> AuditSink {
                 }
             }
             Requester::RosClient { id } => v["client"] = id.as_str().into(),
+            Requester::Fleet {
+                broker,
+                command_id,
+                by,
+            } => {
+                v["broker"] = broker.as_str().into();
+                v["command_id"] = command_id.as_str().into();
+                if let Some(by) = by {
+                    v["issued_by"] = by.as_str().into();
+                }
+            }
             Requester::Unknown => {}
         }
         records.push(v.to_string());

@@ -593,17 +593,17 @@ fn start_and_record(
             return ExitCode::from(EXIT_CONFIG);
         }
     };
-    let link = match remote::start(cfg, daemon.board.clone()) {
+    let controls = edgerec_ros::control::ControlSlot::new(edgerec_ros::rate_limit::RateLimits {
+        per_second: cfg.health.control_rate,
+        burst: cfg.health.control_burst,
+    });
+    let link = match remote::start(cfg, daemon.board.clone(), controls.clone()) {
         Ok(l) => l,
         Err(e) => {
             eprintln!("edgerec: {}: {e}", config.display());
             return ExitCode::from(EXIT_CONFIG);
         }
     };
-    let controls = edgerec_ros::control::ControlSlot::new(edgerec_ros::rate_limit::RateLimits {
-        per_second: cfg.health.control_rate,
-        burst: cfg.health.control_burst,
-    });
     let session = Session {
         start_paused,
         controls: controls.clone(),

@@ -42,6 +42,7 @@ key_file = "{t}/vehicle.key"
 vehicle_id = "robot-7"
 keepalive = "5s"
 status_interval = "1s"
+journal = "{d}/remote/commands.jsonl"
 
 [[sources.synthetic]]
 topic = "/imu"
@@ -249,4 +250,215 @@ fn a_broker_that_is_down_degrades_the_recorder_and_the_recording_goes_on() {
             .any(|r| r.as_str().unwrap_or("").starts_with("fleet link"))),
         "{back:#}"
     );
+}
+
+fn mixed_config(dir: &Path, b: &Broker) -> String {
+    config(dir, b)
+        .replace(
+            "session_prefix = \"fleet\"",
+            "session_prefix = \"fleet\"\nmode = \"mixed\"\ncontinuous_topics = [\"/imu\"]",
+        )
+        .replace(
+            "status_interval = \"1s\"",
+            "status_interval = \"1s\"\nallow = [\"trigger\", \"pause\", \"resume\", \"split\", \"status\", \"list\"]",
+        )
+        + "\n[triggers]\npre = \"1s\"\npost = \"1s\"\n\n[[sources.synthetic]]\ntopic = \"/chatter\"\ntype = \"std_msgs/msg/String\"\nrate = 20\n"
+}
+
+/// The replies to command `id` until one with a final status (or a
+/// refusal), in order.
+fn replies_to(
+    fleet: &mut edgerec_testkit::mqtt::Watch,
+    id: &str,
+    why: &dyn Fn() -> String,
+) -> Vec<serde_json::Value> {
+    let mut out = Vec::new();
+    loop {
+        let r = fleet
+            .until(Duration::from_secs(20), |t, p| {
+                t == "edgerec/robot-7/reply" && p["id"] == id
+            })
+            .unwrap_or_else(|| panic!("replies to {id}: {out:?}\n{}", why()));
+        let last = r["status"] != "accepted";
+        out.push(r);
+        if last {
+            return out;
+        }
+    }
+}
+
+fn cat(session: &Path, topic: &str) -> Vec<serde_json::Value> {
+    let o = Command::new(BIN)
+        .args(["cat", "--topic", topic, "--json"])
+        .arg(session)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+#[test]
+fn the_fleet_triggers_a_clip_and_a_command_delivered_twice_runs_once() {
+    if !ready() {
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let mut broker = Broker::start(d.path(), "robot-7");
+    let cfg = d.path().join("edgerec.toml");
+    std::fs::write(&cfg, mixed_config(d.path(), &broker)).unwrap();
+    let mut fleet = broker.watch("edgerec/robot-7/#", "fleet");
+    let log = d.path().join("run.log");
+    let mut child = Kill(run(&cfg, &log));
+    let broker_log = d.path().join("mosquitto.log");
+    let why = || {
+        format!(
+            "{}\n--- broker ---\n{}",
+            std::fs::read_to_string(&log).unwrap_or_default(),
+            std::fs::read_to_string(&broker_log).unwrap_or_default()
+        )
+    };
+    fleet
+        .until(Duration::from_secs(30), |t, p| {
+            t == "edgerec/robot-7/connection" && p["online"] == true
+        })
+        .unwrap_or_else(|| panic!("never online:\n{}", why()));
+    edgerec_testkit::wait_for_active_segment(&d.path().join("rec"), Duration::from_secs(20));
+    // The pre-roll fills.
+    std::thread::sleep(Duration::from_millis(1500));
+
+    let trigger = r#"{"id":"trig-1","command":"trigger","reason":"near miss at gate 3","issued_by":"ops/alice"}"#;
+    assert!(broker.publish("edgerec/robot-7/cmd", trigger, "fleet"));
+    let r = replies_to(&mut fleet, "trig-1", &why);
+    let statuses: Vec<&str> = r
+        .iter()
+        .map(|r| r["status"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(statuses, ["accepted", "done"], "{r:?}");
+    assert!(
+        r[1]["result"]
+            .as_str()
+            .unwrap_or("")
+            .starts_with("event ctl recorded"),
+        "{r:?}"
+    );
+    // The retained status shows the clip once it is written.
+    fleet
+        .until(Duration::from_secs(20), |t, p| {
+            t == "edgerec/robot-7/status" && p["events"]["clips"].as_u64() == Some(1)
+        })
+        .unwrap_or_else(|| panic!("no clip in the status:\n{}", why()));
+    let clips: Vec<_> = std::fs::read_dir(d.path().join("rec/events"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    assert_eq!(clips.len(), 1, "{clips:?}");
+    assert!(
+        clips[0]
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("ctl_"),
+        "{clips:?}"
+    );
+
+    // Delivered again: not run, the first answer back.
+    assert!(broker.publish("edgerec/robot-7/cmd", trigger, "fleet"));
+    let r = replies_to(&mut fleet, "trig-1", &why);
+    assert_eq!(
+        (r[0]["status"].as_str(), r[0]["duplicate"].as_bool()),
+        (Some("done"), Some(true)),
+        "{r:?}"
+    );
+    // An unknown command, a malformed one: refused with the reason.
+    assert!(broker.publish(
+        "edgerec/robot-7/cmd",
+        r#"{"id":"x-1","command":"reboot"}"#,
+        "fleet"
+    ));
+    let r = replies_to(&mut fleet, "x-1", &why);
+    assert_eq!(r[0]["status"], "rejected");
+    assert!(
+        r[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("unknown command `reboot`"),
+        "{r:?}"
+    );
+
+    // The broker dies and comes back: the link returns, a repeat of
+    // trig-1 is still not run, and the recording never stopped.
+    broker.kill();
+    std::thread::sleep(Duration::from_secs(2));
+    broker.start_again();
+    let mut fleet = broker.watch("edgerec/robot-7/#", "fleet");
+    fleet
+        .until(Duration::from_secs(60), |t, p| {
+            t == "edgerec/robot-7/status"
+                && p["remote"]["connected"] == true
+                && p["remote"]["connects"].as_u64() >= Some(2)
+        })
+        .unwrap_or_else(|| panic!("the link never came back:\n{}", why()));
+    assert!(broker.publish("edgerec/robot-7/cmd", trigger, "fleet"));
+    let r = replies_to(&mut fleet, "trig-1", &why);
+    assert_eq!(r[0]["duplicate"], true, "{r:?}");
+    assert!(broker.publish(
+        "edgerec/robot-7/cmd",
+        r#"{"id":"l-1","command":"list"}"#,
+        "fleet"
+    ));
+    let r = replies_to(&mut fleet, "l-1", &why);
+    let list = &r.last().unwrap()["result"];
+    assert_eq!(list["sessions_total"], 1, "{list:#}");
+    assert_eq!(list["clips_total"], 1, "{list:#}");
+    assert_eq!(
+        list["sessions"][0]["files"][0]["state"], "recording",
+        "{list:#}"
+    );
+
+    // SAFETY: kill with a child's pid and a signal number.
+    assert_eq!(unsafe { libc::kill(child.0.id() as i32, libc::SIGTERM) }, 0);
+    let st = child.0.wait().unwrap();
+    assert!(st.success(), "{st}\n{}", why());
+    let clips = std::fs::read_dir(d.path().join("rec/events"))
+        .unwrap()
+        .count();
+    assert_eq!(clips, 1, "the trigger ran once");
+
+    // In the recording: the fleet's trigger in /edgerec/audit, with the
+    // command's id and who issued it; /imu without a gap.
+    let session = std::fs::read_dir(d.path().join("rec"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.is_dir() && !p.ends_with("events"))
+        .expect("a session");
+    let audit: Vec<serde_json::Value> = cat(&session, "/edgerec/audit")
+        .iter()
+        .filter_map(|m| serde_json::from_str(m["message"]["data"].as_str()?).ok())
+        .collect();
+    let fleet_trigger = |accepted: bool| {
+        audit.iter().any(|a| {
+            a["surface"] == "fleet link"
+                && a["command_id"] == "trig-1"
+                && a["issued_by"] == "ops/alice"
+                && a["accepted"] == accepted
+        })
+    };
+    assert!(
+        fleet_trigger(true) && fleet_trigger(false),
+        "the run and the refused repeats: {audit:#?}"
+    );
+    let imu = cat(&session, "/imu");
+    let times: Vec<u64> = imu.iter().filter_map(|m| m["log_time"].as_u64()).collect();
+    assert!(times.len() > 500, "{} /imu messages", times.len());
+    let gap = times
+        .windows(2)
+        .map(|w| w[1].saturating_sub(w[0]))
+        .max()
+        .unwrap_or(0);
+    assert!(gap < 200_000_000, "a {} ms gap in /imu", gap / 1_000_000);
 }

@@ -130,6 +130,10 @@ pub struct RemoteView {
     /// Set while the link has been down longer than its keepalive (a
     /// degraded reason).
     pub down: Option<String>,
+    /// The fleet's commands run.
+    pub commands_run: u64,
+    /// The fleet's commands refused.
+    pub commands_rejected: u64,
 }
 
 /// Offload inside the running recorder, in the snapshot.
@@ -782,12 +786,14 @@ fn remote_line(r: &RemoteView) -> String {
         )
     };
     format!(
-        "{state}; {} published under {}/, {} waiting, {} dropped, {} reconnects",
+        "{state}; {} published under {}/, {} waiting, {} dropped, {} reconnects; commands: {} run, {} refused",
         r.published,
         r.prefix,
         r.queued,
         r.dropped,
-        r.connects.saturating_sub(1)
+        r.connects.saturating_sub(1),
+        r.commands_run,
+        r.commands_rejected
     )
 }
 
@@ -813,6 +819,10 @@ struct RemoteViewText {
     dropped: u64,
     #[serde(default)]
     last_error: Option<String>,
+    #[serde(default)]
+    commands_run: u64,
+    #[serde(default)]
+    commands_rejected: u64,
 }
 
 impl RemoteViewText {
@@ -829,6 +839,8 @@ impl RemoteViewText {
             dropped: self.dropped,
             last_error: self.last_error,
             down: None,
+            commands_run: self.commands_run,
+            commands_rejected: self.commands_rejected,
         })
     }
 }

@@ -22,13 +22,19 @@
 //! (retained: the recorder's status snapshot, the same JSON `edgerec status
 //! --json` prints, when it changed and at most every `status_interval`).
 
+pub mod command;
+pub mod commands;
 pub mod error;
+pub mod journal;
+#[cfg(feature = "link")]
 pub mod link;
 pub mod outbox;
 pub mod settings;
+#[cfg(feature = "link")]
 pub mod tls;
 pub mod topics;
 
 pub use error::RemoteError;
+#[cfg(feature = "link")]
 pub use link::{Link, LinkHandle, LinkStatus};
 pub use settings::Settings;

@@ -16,18 +16,28 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rumqttc::{
     Client, ConnectReturnCode, Connection, ConnectionError, Event, LastWill, MqttOptions, Outgoing,
-    Packet, QoS, RecvTimeoutError, TlsConfiguration, Transport,
+    Packet, Publish, QoS, RecvTimeoutError, TlsConfiguration, Transport,
 };
 
+use crate::commands::{Commands, Counts, Handler};
+use crate::journal::Journal;
 use crate::outbox::{Message, Outbox};
 use crate::{RemoteError, Settings};
 
 /// The recorder's status as JSON, or `None` while there is none yet.
 pub type StatusFeed = Box<dyn FnMut() -> Option<String> + Send>;
 
-/// Largest packet the broker may send the vehicle (commands are small);
-/// a larger one ends the connection, which then comes back.
-const MAX_INCOMING: usize = 64 << 10;
+/// Largest packet the broker may send the vehicle. Commands are at most
+/// 16 KiB ([`crate::command::MAX_COMMAND`]) and a larger one is answered
+/// `rejected`; a packet past this ends the connection (rumqttc), and the
+/// broker would deliver it again at each reconnect, so the broker's own
+/// limit should be below it (Mosquitto: `message_size_limit`).
+const MAX_INCOMING: usize = 1 << 20;
+
+/// Commands waiting for the command thread; past it one is dropped
+/// unanswered (and counted), and the broker's redelivery after the next
+/// reconnect brings it back.
+const COMMAND_QUEUE: usize = 64;
 
 /// Largest payload the vehicle publishes; a status larger than this is
 /// not sent (counted, and said in `last_error`).
@@ -80,6 +90,11 @@ pub struct LinkStatus {
     /// Set while the link has been down longer than the keepalive: what
     /// the health side shows (degraded, not a fault).
     pub down: Option<String>,
+    /// The fleet's commands run.
+    pub commands_run: u64,
+    /// The fleet's commands refused (malformed, unknown, not allowed,
+    /// expired, repeated, or dropped because too many waited).
+    pub commands_rejected: u64,
 }
 
 #[derive(Debug)]
@@ -94,6 +109,7 @@ struct State {
     last_error: Option<String>,
     /// The retained online message is owed since the last CONNACK.
     announce: bool,
+    commands: Counts,
 }
 
 #[derive(Debug)]
@@ -144,6 +160,8 @@ impl LinkHandle {
             dropped: dropped + st.oversize,
             last_error: st.last_error.clone(),
             down,
+            commands_run: st.commands.run,
+            commands_rejected: st.commands.rejected,
         }
     }
 
@@ -168,6 +186,7 @@ pub struct Link {
     io_done: Arc<AtomicBool>,
     publisher: Option<JoinHandle<()>>,
     io: Option<JoinHandle<()>>,
+    worker: Option<JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for Link {
@@ -194,9 +213,27 @@ fn connection_payload(vehicle: &str, online: bool, reason: Option<&str>) -> Vec<
 impl Link {
     /// Connects (in the background: a broker that is down is tried again
     /// with backoff, never an error here) and starts publishing `feed`'s
-    /// status. Errors are the configuration's: the TLS files.
-    pub fn start(settings: Settings, feed: StatusFeed) -> Result<Link, RemoteError> {
+    /// status; with `commands`, takes the fleet's commands on
+    /// `<prefix>/cmd` and answers on `<prefix>/reply`. Errors are the
+    /// configuration's: the TLS files, the command journal.
+    pub fn start(
+        settings: Settings,
+        feed: StatusFeed,
+        commands: Option<Arc<dyn Commands>>,
+    ) -> Result<Link, RemoteError> {
         let tls = crate::tls::client_config(&settings)?;
+        let journal = match &commands {
+            Some(_) => Some(
+                Journal::open(&settings.journal).map_err(|e| RemoteError::File {
+                    path: settings.journal.clone(),
+                    message: format!(
+                        "remote.journal: {e}: name a writable file on the data partition (not a \
+                     symbolic link), or \"\" to keep the ids in memory"
+                    ),
+                })?,
+            ),
+            None => None,
+        };
         let mut opts = MqttOptions::new(&settings.vehicle_id, &settings.host, settings.port);
         opts.set_keep_alive(settings.keepalive)
             // A persistent session: what was in flight when the link broke
@@ -205,6 +242,10 @@ impl Link {
             .set_clean_session(false)
             .set_max_packet_size(MAX_INCOMING, MAX_PAYLOAD + 1024)
             .set_request_channel_capacity(REQUEST_CHANNEL)
+            // A command is acknowledged once its id is journaled: a crash
+            // before that gets it delivered again, and the journal keeps
+            // it from running twice.
+            .set_manual_acks(true)
             .set_transport(Transport::tls_with_config(TlsConfiguration::Rustls(tls)))
             .set_last_will(LastWill::new(
                 &settings.topics.connection,
@@ -224,6 +265,7 @@ impl Link {
                 oversize: 0,
                 last_error: None,
                 announce: false,
+                commands: Counts::default(),
             }),
             outbox: Mutex::new(Outbox::new(settings.queue)),
         });
@@ -231,24 +273,44 @@ impl Link {
             shared,
             settings: Arc::new(settings),
         };
+        let (cmd_tx, worker) = match (commands, journal) {
+            (Some(commands), Some(journal)) => {
+                let (tx, rx) = std::sync::mpsc::sync_channel::<Publish>(COMMAND_QUEUE);
+                let mut handler = Handler {
+                    commands,
+                    allow: handle.settings.allow.clone(),
+                    journal,
+                    broker: handle.settings.broker.clone(),
+                };
+                let (h, c) = (handle.clone(), client.clone());
+                let worker = std::thread::Builder::new()
+                    .name("edgerec-remote-cmd".into())
+                    .spawn(move || run_commands(&rx, &mut handler, &h, &c))
+                    .map_err(RemoteError::Thread)?;
+                (Some(tx), Some(worker))
+            }
+            _ => (None, None),
+        };
         let stop_io = Arc::new(AtomicBool::new(false));
         let io_done = Arc::new(AtomicBool::new(false));
         let io = {
             let (h, stop, done) = (handle.clone(), stop_io.clone(), io_done.clone());
+            let c = client.clone();
             std::thread::Builder::new()
                 .name("edgerec-remote-io".into())
                 .spawn(move || {
-                    run_io(connection, &h, &stop);
+                    run_io(connection, &h, &stop, cmd_tx, &c);
                     done.store(true, Ordering::Release);
                 })
                 .map_err(RemoteError::Thread)?
         };
+        let commands_on = worker.is_some();
         let stop_publisher = Arc::new(AtomicBool::new(false));
         let publisher = {
             let (h, c, stop) = (handle.clone(), client.clone(), stop_publisher.clone());
             std::thread::Builder::new()
                 .name("edgerec-remote".into())
-                .spawn(move || run_publisher(&c, &h, feed, &stop))
+                .spawn(move || run_publisher(&c, &h, feed, &stop, commands_on))
         };
         let publisher = match publisher {
             Ok(p) => p,
@@ -272,6 +334,7 @@ impl Link {
             io_done,
             publisher: Some(publisher),
             io: Some(io),
+            worker,
         })
     }
 
@@ -307,6 +370,11 @@ impl Link {
         self.stop_io.store(true, Ordering::Release);
         if let Some(io) = self.io.take() {
             let _ = io.join();
+        }
+        // The I/O thread held the command queue's sender: the command
+        // thread ends once it has answered what was queued.
+        if let Some(w) = self.worker.take() {
+            let _ = w.join();
         }
         tracing::info!("fleet link: stopped");
     }
@@ -372,7 +440,45 @@ impl Backoff {
     }
 }
 
-fn run_io(mut connection: Connection, h: &LinkHandle, stop: &AtomicBool) {
+/// Answers the fleet's commands one at a time, each acknowledged to the
+/// broker once its outcome is durable.
+fn run_commands(
+    rx: &std::sync::mpsc::Receiver<Publish>,
+    handler: &mut Handler,
+    h: &LinkHandle,
+    client: &Client,
+) {
+    while let Ok(p) = rx.recv() {
+        let mut counts = Counts::default();
+        handler.handle(&p.payload, &mut counts, &mut |reply| {
+            h.publish("reply", reply.to_string().into_bytes(), false);
+        });
+        {
+            let mut st = lock(&h.shared.state);
+            st.commands.run += counts.run;
+            st.commands.rejected += counts.rejected;
+        }
+        ack(client, &p);
+    }
+}
+
+/// Acknowledges `p`, waiting up to 2 s for room in the request channel;
+/// past it the broker delivers it again after the next reconnect (and the
+/// journal answers the repeat).
+fn ack(client: &Client, p: &Publish) {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while client.try_ack(p).is_err() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+fn run_io(
+    mut connection: Connection,
+    h: &LinkHandle,
+    stop: &AtomicBool,
+    commands: Option<std::sync::mpsc::SyncSender<Publish>>,
+    client: &Client,
+) {
     let mut backoff = Backoff::new();
     let broker = h.settings.broker.clone();
     while !stop.load(Ordering::Acquire) {
@@ -393,6 +499,25 @@ fn run_io(mut connection: Connection, h: &LinkHandle, stop: &AtomicBool) {
             }
             Ok(Event::Incoming(Packet::PubAck(_))) => {
                 lock(&h.shared.state).acknowledged += 1;
+            }
+            Ok(Event::Incoming(Packet::Publish(p))) => {
+                let for_us = p.topic == h.settings.topics.cmd;
+                match (&commands, for_us) {
+                    (Some(tx), true) => {
+                        if let Err(std::sync::mpsc::TrySendError::Full(p)) = tx.try_send(p) {
+                            lock(&h.shared.state).commands.rejected += 1;
+                            tracing::warn!(
+                                "fleet link: {COMMAND_QUEUE} commands wait already; one is dropped unanswered (the broker delivers it again after a reconnect)"
+                            );
+                            let _ = client.try_ack(&p);
+                        }
+                    }
+                    // Not a topic this link takes (the session may hold an
+                    // old subscription): acknowledged and passed over.
+                    _ => {
+                        let _ = client.try_ack(&p);
+                    }
+                }
             }
             // Our own DISCONNECT (a clean stop) has left.
             Ok(Event::Outgoing(Outgoing::Disconnect)) => break,
@@ -432,7 +557,13 @@ fn run_io(mut connection: Connection, h: &LinkHandle, stop: &AtomicBool) {
     }
 }
 
-fn run_publisher(client: &Client, h: &LinkHandle, mut feed: StatusFeed, stop: &AtomicBool) {
+fn run_publisher(
+    client: &Client,
+    h: &LinkHandle,
+    mut feed: StatusFeed,
+    stop: &AtomicBool,
+    commands_on: bool,
+) {
     let topics = &h.settings.topics;
     let mut next_status = Instant::now();
     let mut published_status: Option<String> = None;
@@ -455,6 +586,14 @@ fn run_publisher(client: &Client, h: &LinkHandle, mut feed: StatusFeed, stop: &A
             continue;
         }
         if announce {
+            if commands_on
+                && client
+                    .try_subscribe(topics.cmd.clone(), QoS::AtLeastOnce)
+                    .is_err()
+            {
+                // The request channel is full: next tick.
+                continue;
+            }
             let online = connection_payload(&h.settings.vehicle_id, true, None);
             if client
                 .try_publish(topics.connection.clone(), QoS::AtLeastOnce, true, online)

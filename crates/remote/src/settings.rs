@@ -34,6 +34,10 @@ pub struct Settings {
     pub status_interval: Duration,
     /// Messages kept while the link is down.
     pub queue: usize,
+    /// The commands this vehicle takes from the fleet.
+    pub allow: Vec<String>,
+    /// Where executed command ids are journaled; empty = memory only.
+    pub journal: PathBuf,
 }
 
 impl Settings {
@@ -69,6 +73,8 @@ impl Settings {
             keepalive: r.keepalive,
             status_interval: r.status_interval,
             queue: r.queue as usize,
+            allow: r.allow.clone(),
+            journal: r.journal.clone(),
         }))
     }
 }

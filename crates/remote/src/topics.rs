@@ -9,6 +9,10 @@ pub struct Topics {
     pub connection: String,
     /// Retained: the recorder's status snapshot.
     pub status: String,
+    /// The fleet's commands (subscribed).
+    pub cmd: String,
+    /// The answers to them.
+    pub reply: String,
 }
 
 impl Topics {
@@ -19,6 +23,8 @@ impl Topics {
         Topics {
             connection: format!("{prefix}/connection"),
             status: format!("{prefix}/status"),
+            cmd: format!("{prefix}/cmd"),
+            reply: format!("{prefix}/reply"),
             prefix,
         }
     }

@@ -34,6 +34,8 @@ fn settings(b: &Broker, cert: &str) -> Settings {
         keepalive: Duration::from_secs(5),
         status_interval: Duration::from_secs(1),
         queue: 100,
+        allow: vec![],
+        journal: std::path::PathBuf::new(),
     }
 }
 
@@ -81,7 +83,7 @@ fn the_status_is_retained_and_the_vehicle_marked_online_then_stopped() {
     let broker = Broker::start(dir.path(), VEHICLE);
     let mut fleet = broker.watch("edgerec/robot-7/#", "fleet");
     let (_, feed) = counting_feed();
-    let link = Link::start(settings(&broker, "vehicle"), feed).expect("link");
+    let link = Link::start(settings(&broker, "vehicle"), feed, None).expect("link");
     let h = link.handle();
     let online = fleet
         .until(Duration::from_secs(20), |t, p| {
@@ -173,7 +175,7 @@ fn after_a_broker_restart_the_link_comes_back_and_the_status_is_current() {
     let dir = tempfile::tempdir().unwrap();
     let mut broker = Broker::start(dir.path(), VEHICLE);
     let (calls, feed) = counting_feed();
-    let link = Link::start(settings(&broker, "vehicle"), feed).expect("link");
+    let link = Link::start(settings(&broker, "vehicle"), feed, None).expect("link");
     let h = link.handle();
     wait_for("connected", Duration::from_secs(20), &h, |s| {
         s.connected && s.published >= 2
@@ -216,7 +218,7 @@ fn a_certificate_the_broker_does_not_trust_never_connects_and_says_why() {
     let dir = tempfile::tempdir().unwrap();
     let broker = Broker::start(dir.path(), VEHICLE);
     let (_, feed) = counting_feed();
-    let link = Link::start(settings(&broker, "stranger/client"), feed).expect("link");
+    let link = Link::start(settings(&broker, "stranger/client"), feed, None).expect("link");
     let h = link.handle();
     // keepalive 5 s: down is said past it, with the reason.
     wait_for("the link said down", Duration::from_secs(20), &h, |s| {
@@ -243,6 +245,119 @@ fn a_key_others_can_read_is_refused_before_connecting() {
     let s = settings(&broker, "vehicle");
     std::fs::set_permissions(&s.key_file, std::fs::Permissions::from_mode(0o644)).unwrap();
     let (_, feed) = counting_feed();
-    let e = Link::start(s, feed).expect_err("a world-readable key");
+    let e = Link::start(s, feed, None).expect_err("a world-readable key");
     assert!(e.to_string().contains("chmod 600"), "{e}");
+}
+
+/// The fleet's side of commands, recorded.
+#[derive(Default)]
+struct Ran(std::sync::Mutex<Vec<String>>);
+
+impl edgerec_remote::commands::Commands for Ran {
+    fn run(
+        &self,
+        command: &edgerec_ros::control::Command,
+        _: &edgerec_ros::rate_limit::Requester,
+    ) -> edgerec_ros::control::Reply {
+        self.0.lock().unwrap().push(command.to_string());
+        edgerec_ros::control::Reply {
+            ok: true,
+            paused: false,
+            message: format!("ran {command}"),
+        }
+    }
+    fn refused(
+        &self,
+        _: Option<&edgerec_ros::control::Command>,
+        _: &str,
+        _: &edgerec_ros::rate_limit::Requester,
+        _: &str,
+    ) {
+    }
+}
+
+#[test]
+fn a_command_queued_while_the_vehicle_was_away_runs_once_when_it_is_back() {
+    if !have_tools() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let broker = Broker::start(dir.path(), VEHICLE);
+    let mut replies = broker.watch("edgerec/robot-7/reply", "fleet");
+    let mut s = settings(&broker, "vehicle");
+    s.allow = vec!["trigger".into(), "status".into()];
+    s.journal = dir.path().join("remote-commands.jsonl");
+    let ran = Arc::new(Ran::default());
+    let (_, feed) = counting_feed();
+    let link = Link::start(s.clone(), feed, Some(ran.clone())).expect("link");
+    let h = link.handle();
+    wait_for("connected", Duration::from_secs(20), &h, |s| {
+        s.connected && s.published >= 1
+    });
+    // Subscribed once the online message is out; a moment for the SUBACK.
+    std::thread::sleep(Duration::from_millis(500));
+
+    assert!(broker.publish(
+        "edgerec/robot-7/cmd",
+        r#"{"id":"t-1","command":"trigger","reason":"near miss","pre":"5s"}"#,
+        "fleet"
+    ));
+    let mut got = Vec::new();
+    while got.len() < 2 {
+        let r = replies
+            .until(Duration::from_secs(10), |_, p| p["id"] == "t-1")
+            .unwrap_or_else(|| panic!("replies to t-1: {got:?} {:#?}", h.status()));
+        got.push(r["status"].as_str().unwrap_or("").to_owned());
+    }
+    assert_eq!(got, ["accepted", "done"]);
+    // Not allowed here: refused, not run.
+    assert!(broker.publish(
+        "edgerec/robot-7/cmd",
+        r#"{"id":"p-1","command":"pause"}"#,
+        "fleet"
+    ));
+    let r = replies
+        .until(Duration::from_secs(10), |_, p| p["id"] == "p-1")
+        .expect("a reply to p-1");
+    assert_eq!(r["status"], "rejected");
+    assert!(
+        r["reason"].as_str().unwrap().contains("remote.allow"),
+        "{r}"
+    );
+
+    // The vehicle goes away without a DISCONNECT (its session stays at
+    // the broker); the fleet sends a command and, by mistake, t-1 again.
+    drop(link);
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(broker.publish(
+        "edgerec/robot-7/cmd",
+        r#"{"id":"s-1","command":"status"}"#,
+        "fleet"
+    ));
+    assert!(broker.publish(
+        "edgerec/robot-7/cmd",
+        r#"{"id":"t-1","command":"trigger","reason":"near miss","pre":"5s"}"#,
+        "fleet"
+    ));
+    let (_, feed) = counting_feed();
+    let link = Link::start(s, feed, Some(ran.clone())).expect("link again");
+    let s1 = replies
+        .until(Duration::from_secs(20), |_, p| {
+            p["id"] == "s-1" && p["status"] == "done"
+        })
+        .expect("the queued command ran after the reconnect");
+    assert_eq!(s1["result"], "ran status");
+    let again = replies
+        .until(Duration::from_secs(10), |_, p| p["id"] == "t-1")
+        .expect("an answer to the repeat");
+    assert_eq!(
+        (again["status"].clone(), again["duplicate"].clone()),
+        ("done".into(), true.into())
+    );
+    link.stop();
+    assert_eq!(
+        *ran.0.lock().unwrap(),
+        ["trigger --pre 5s --reason near miss", "status"],
+        "each command ran once"
+    );
 }

@@ -18,6 +18,8 @@ pub enum Surface {
     ControlSocket,
     /// rosbag2's recorder services and `~/trigger`.
     RosServices,
+    /// The fleet link (MQTT over TLS, `edgerec-remote`).
+    FleetLink,
 }
 
 impl Surface {
@@ -26,6 +28,7 @@ impl Surface {
         match self {
             Surface::ControlSocket => "control socket",
             Surface::RosServices => "ros services",
+            Surface::FleetLink => "fleet link",
         }
     }
 }
@@ -57,6 +60,7 @@ pub fn log(a: &Audited<'_>) {
             "",
         ),
         Requester::RosClient { id } => (-1, "", -1, id.as_str()),
+        Requester::Fleet { command_id, .. } => (-1, "", -1, command_id.as_str()),
         Requester::Unknown => (-1, "", -1, ""),
     };
     tracing::info!(

@@ -59,6 +59,17 @@ pub enum Requester {
         /// 16 bytes of GUID as hex, or `handle <hex>`.
         id: String,
     },
+    /// The fleet, over the fleet link: the broker it came through, the
+    /// command's id, and the operator the command names (not verified:
+    /// mutual TLS and the broker's ACL say it came from the fleet).
+    Fleet {
+        /// `remote.broker`.
+        broker: String,
+        /// The command's `id`.
+        command_id: String,
+        /// The command's `issued_by`, if any.
+        by: Option<String>,
+    },
     /// Nothing says who (a test, an internal caller).
     Unknown,
 }
@@ -69,6 +80,8 @@ impl Requester {
         match self {
             Requester::Local { uid, .. } => format!("uid {uid}"),
             Requester::RosClient { id } => format!("ROS 2 client {id}"),
+            // One bucket for the fleet: its operators share the link.
+            Requester::Fleet { .. } => "the fleet".to_owned(),
             Requester::Unknown => "unknown".to_owned(),
         }
     }
@@ -83,6 +96,17 @@ impl fmt::Display for Requester {
                 user: Some(user),
             } => write!(f, "uid {uid} ({user}, pid {pid})"),
             Requester::Local { uid, pid, .. } => write!(f, "uid {uid} (pid {pid})"),
+            Requester::Fleet {
+                broker,
+                command_id,
+                by,
+            } => {
+                write!(f, "the fleet (command {command_id} via {broker}")?;
+                if let Some(by) = by {
+                    write!(f, ", issued by {by}")?;
+                }
+                f.write_str(")")
+            }
             other => f.write_str(&other.key()),
         }
     }

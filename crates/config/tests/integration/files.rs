@@ -179,6 +179,8 @@ fn defaults_are_the_documented_values() {
             keepalive: Duration::from_secs(30),
             status_interval: Duration::from_secs(10),
             queue: 1000,
+            allow: vec!["status".to_owned(), "list".to_owned()],
+            journal: PathBuf::from("/data/edgerec/remote-commands.jsonl"),
         },
     };
     assert_eq!(Config::default(), expected);
