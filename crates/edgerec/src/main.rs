@@ -252,20 +252,32 @@ enum Cmd {
 }
 
 fn main() -> ExitCode {
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("EDGEREC_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        // Colour only for a person at a terminal who did not turn it off
-        // (NO_COLOR, no-color.org): the journal and log files get plain
-        // text, whose fields tools can match.
-        .with_ansi(
-            std::io::IsTerminal::is_terminal(&std::io::stderr())
-                && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
-        )
-        .init();
+    {
+        use tracing_subscriber::layer::SubscriberExt as _;
+        use tracing_subscriber::util::SubscriberInitExt as _;
+        use tracing_subscriber::Layer as _;
+        let filter = tracing_subscriber::EnvFilter::try_from_env("EDGEREC_LOG")
+            .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+        // Warnings and errors also go to the fleet once a link runs
+        // (`[remote]`), whatever EDGEREC_LOG shows locally.
+        let forward =
+            remote::log_forward().with_filter(tracing_subscriber::filter::LevelFilter::WARN);
+        tracing_subscriber::registry()
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .with_writer(std::io::stderr)
+                    // Colour only for a person at a terminal who did not
+                    // turn it off (NO_COLOR, no-color.org): the journal and
+                    // log files get plain text, whose fields tools can match.
+                    .with_ansi(
+                        std::io::IsTerminal::is_terminal(&std::io::stderr())
+                            && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+                    )
+                    .with_filter(filter),
+            )
+            .with(forward)
+            .init();
+    }
     let cli = Cli::parse();
     if !matches!(cli.cmd, Cmd::Run { .. }) {
         // The tools end quietly when their reader goes away (`| head`),

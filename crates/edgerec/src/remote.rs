@@ -2,11 +2,12 @@
 //! which it reads the status from and shows its state in. The recorder
 //! never waits on it.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use edgerec_config::Config;
 use edgerec_health::status::{RemoteView, StatusBoard};
 use edgerec_remote::commands::Commands;
+use edgerec_remote::logfwd::LogForward;
 use edgerec_remote::{Link, LinkStatus, Settings};
 use edgerec_ros::audit::Surface;
 use edgerec_ros::control::{execute_in, Command, ControlSlot, Reply};
@@ -30,9 +31,17 @@ pub fn start(
         (!json.is_empty()).then(|| json.to_string())
     });
     let commands: Arc<dyn Commands> = Arc::new(FleetCommands(controls));
-    Link::start(settings, feed, Some(commands))
-        .map(Some)
-        .map_err(|e| e.to_string())
+    let link = Link::start(settings, feed, Some(commands)).map_err(|e| e.to_string())?;
+    let handle = link.handle();
+    log_forward().attach(Box::new(move |line| handle.publish("log", line, false)));
+    Ok(Some(link))
+}
+
+/// The layer that forwards warnings and errors to the fleet, the same one
+/// for the logging set-up and for [`start`], which attaches the link.
+pub fn log_forward() -> LogForward {
+    static FORWARD: OnceLock<LogForward> = OnceLock::new();
+    FORWARD.get_or_init(LogForward::default).clone()
 }
 
 /// The fleet's commands on the shared model: its rate limits, its audit

@@ -100,7 +100,9 @@ fn the_fleet_sees_the_vehicle_its_status_and_how_it_went_away() {
     let d = tempfile::tempdir().unwrap();
     let broker = Broker::start(d.path(), "robot-7");
     let cfg = d.path().join("edgerec.toml");
-    std::fs::write(&cfg, config(d.path(), &broker)).unwrap();
+    // A source that fails every second: its warnings go to the fleet.
+    let flaky = "\n[[sources.synthetic]]\ntopic = \"/flaky\"\ntype = \"std_msgs/msg/String\"\nrate = 10\nfault = \"error-every:1s\"\n";
+    std::fs::write(&cfg, config(d.path(), &broker) + flaky).unwrap();
     let mut fleet = broker.watch("edgerec/robot-7/#", "fleet");
     let log = d.path().join("run1.log");
     let child = Kill(run(&cfg, &log));
@@ -151,6 +153,18 @@ fn the_fleet_sees_the_vehicle_its_status_and_how_it_went_away() {
         text.contains("remote:    connected to mqtts://127.0.0.1:"),
         "{text}"
     );
+    // The flaky source's warnings, forwarded.
+    let warning = fleet
+        .until(Duration::from_secs(20), |t, p| {
+            t == "edgerec/robot-7/log" && p["level"] == "WARN"
+        })
+        .unwrap_or_else(|| panic!("no warning forwarded:\n{}", why()));
+    assert!(
+        warning["message"].as_str().unwrap_or("").contains("/flaky")
+            || warning.to_string().contains("flaky"),
+        "{warning}"
+    );
+    assert!(warning["at"].as_i64().unwrap_or(0) > 0, "{warning}");
 
     // A clean stop (SIGTERM): "stopped".
     // SAFETY: kill with a child's pid and a signal number.

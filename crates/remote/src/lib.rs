@@ -8,6 +8,11 @@
 //! - [`topics`]: the topics under the vehicle's prefix;
 //! - [`tls`]: the rustls configuration (the broker's CA, the vehicle's
 //!   certificate and owner-only key), every file bounded before it is read;
+//! - [`command`], [`commands`], [`journal`]: the fleet's commands on
+//!   `cmd` (parsed and bounded, allowed, not expired, journaled so a
+//!   repeat runs nothing twice) and the replies on `reply`;
+//! - [`alerts`]: alerts raised and cleared from the status snapshot;
+//! - [`logfwd`]: warnings and errors forwarded, rate-limited;
 //! - [`outbox`]: what waits for the link, bounded, the oldest dropped
 //!   first and counted;
 //! - [`link`]: the connection (rumqttc: keepalive, a persistent session,
@@ -20,14 +25,18 @@
 //! the last will's `{"online":false,"reason":"link lost"}` when the broker
 //! stops hearing it, `"reason":"stopped"` on a clean stop) and `status`
 //! (retained: the recorder's status snapshot, the same JSON `edgerec status
-//! --json` prints, when it changed and at most every `status_interval`).
+//! --json` prints, when it changed and at most every `status_interval`),
+//! `alerts`, `log` and `reply`; it takes commands on `cmd`.
 
+pub mod alerts;
 pub mod command;
 pub mod commands;
 pub mod error;
 pub mod journal;
 #[cfg(feature = "link")]
 pub mod link;
+#[cfg(feature = "link")]
+pub mod logfwd;
 pub mod outbox;
 pub mod settings;
 #[cfg(feature = "link")]

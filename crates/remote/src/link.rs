@@ -50,6 +50,16 @@ const REQUEST_CHANNEL: usize = 64;
 /// The publisher's tick.
 const TICK: Duration = Duration::from_millis(100);
 
+/// How often the status is looked at for alerts.
+const ALERT_LOOK: Duration = Duration::from_secs(1);
+
+fn unix_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
+
 /// First wait after a failed connection; doubled each failure up to
 /// [`BACKOFF_MAX`].
 const BACKOFF_MIN: Duration = Duration::from_secs(1);
@@ -566,19 +576,32 @@ fn run_publisher(
 ) {
     let topics = &h.settings.topics;
     let mut next_status = Instant::now();
+    let mut next_look = Instant::now();
     let mut published_status: Option<String> = None;
     let mut pending: Option<String> = None;
+    let mut alerts = crate::alerts::Alerts::default();
     while !stop.load(Ordering::Acquire) {
         std::thread::sleep(TICK);
         let (connected, announce) = {
             let st = lock(&h.shared.state);
             (st.connected, st.announce)
         };
-        if Instant::now() >= next_status {
-            next_status = Instant::now() + h.settings.status_interval;
+        // The snapshot, once a second: alerts from each, the retained
+        // status at most every status_interval.
+        let now = Instant::now();
+        if now >= next_look {
+            next_look = now + ALERT_LOOK;
             if let Some(json) = feed() {
-                if published_status.as_ref() != Some(&json) {
-                    pending = Some(json);
+                if let Ok(v) = serde_json::from_str::<serde_json::Value>(&json) {
+                    for ev in alerts.observe(&v, now, unix_ms()) {
+                        h.publish("alerts", ev.to_string().into_bytes(), false);
+                    }
+                }
+                if now >= next_status {
+                    next_status = now + h.settings.status_interval;
+                    if published_status.as_ref() != Some(&json) {
+                        pending = Some(json);
+                    }
                 }
             }
         }

@@ -13,6 +13,10 @@ pub struct Topics {
     pub cmd: String,
     /// The answers to them.
     pub reply: String,
+    /// Alerts raised and cleared.
+    pub alerts: String,
+    /// Warnings and errors.
+    pub log: String,
 }
 
 impl Topics {
@@ -25,6 +29,8 @@ impl Topics {
             status: format!("{prefix}/status"),
             cmd: format!("{prefix}/cmd"),
             reply: format!("{prefix}/reply"),
+            alerts: format!("{prefix}/alerts"),
+            log: format!("{prefix}/log"),
             prefix,
         }
     }

@@ -361,3 +361,36 @@ fn a_command_queued_while_the_vehicle_was_away_runs_once_when_it_is_back() {
         "each command ran once"
     );
 }
+
+#[test]
+fn alerts_are_raised_and_cleared_as_the_status_says() {
+    if !have_tools() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let broker = Broker::start(dir.path(), VEHICLE);
+    let mut fleet = broker.watch("edgerec/robot-7/alerts", "fleet");
+    let reasons = Arc::new(std::sync::Mutex::new(vec!["disk low".to_owned()]));
+    let r = reasons.clone();
+    let feed: edgerec_remote::link::StatusFeed = Box::new(move || {
+        Some(serde_json::json!({"state": "degraded", "reasons": *r.lock().unwrap()}).to_string())
+    });
+    let link = Link::start(settings(&broker, "vehicle"), feed, None).expect("link");
+    let raised = fleet
+        .until(Duration::from_secs(20), |_, p| p["state"] == "raised")
+        .unwrap_or_else(|| panic!("no alert: {:#?}", link.handle().status()));
+    assert_eq!(
+        (raised["alert"].as_str(), raised["kind"].as_str()),
+        (Some("disk-low"), Some("disk-low"))
+    );
+    assert_eq!(raised["reason"], "disk low");
+    reasons.lock().unwrap().clear();
+    let t = Instant::now();
+    let cleared = fleet
+        .until(Duration::from_secs(20), |_, p| p["state"] == "cleared")
+        .expect("the alert cleared");
+    assert_eq!(cleared["alert"], "disk-low");
+    // After the condition has been gone for 10 s, not before.
+    assert!(t.elapsed() >= Duration::from_secs(9), "{:?}", t.elapsed());
+    link.stop();
+}
