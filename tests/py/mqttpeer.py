@@ -18,6 +18,10 @@ Subcommands (`mqttpeer.py SUBCOMMAND --help` for every option):
           (or {"refused": ...}); exits after --count messages or
           --timeout seconds.
   publish sends one message (QoS 1) and exits once the broker has it.
+  load    as the fleet, sends `status` commands to PREFIX/cmd at --rate a
+          second for --seconds (ids load-N), counts the answers on
+          PREFIX/reply, waits up to 10 s for the last, and prints
+          {"sent", "done", "rejected", "other"} (the benchmark's load).
 
 Every client names the broker (127.0.0.1 and the port the test gave) and
 its certificate explicitly.
@@ -126,12 +130,67 @@ def cmd_publish(args: argparse.Namespace) -> int:
     return result[0]
 
 
+def cmd_load(args: argparse.Namespace) -> int:
+    counts = {"sent": 0, "done": 0, "rejected": 0, "other": 0}
+    ready = threading.Event()
+    lock = threading.Lock()
+
+    def on_connect(c, _u, _f, reason, _p):
+        if reason.is_failure:
+            out({"refused": str(reason)})
+            return
+        c.subscribe(f"{args.topic}/reply", qos=1)
+
+    def on_subscribe(*_a):
+        ready.set()
+
+    def on_message(_c, _u, msg):
+        status = json.loads(msg.payload).get("status")
+        with lock:
+            if status in ("done", "rejected"):
+                counts[status] += 1
+            elif status != "accepted":
+                counts["other"] += 1
+
+    c = connect(args, on_connect, on_message)
+    c.on_subscribe = on_subscribe
+    c.loop_start()
+    if not ready.wait(20):
+        out({"error": "no subscription"})
+        return 1
+    start = time.monotonic()
+    n = 0
+    while time.monotonic() - start < args.seconds:
+        c.publish(f"{args.topic}/cmd", json.dumps({"id": f"load-{os.getpid()}-{n}", "command": "status"}), qos=1)
+        n += 1
+        time.sleep(max(0.0, start + n / args.rate - time.monotonic()))
+    counts["sent"] = n
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        with lock:
+            if counts["done"] + counts["rejected"] >= n:
+                break
+        time.sleep(0.05)
+    c.disconnect()
+    c.loop_stop()
+    out(counts)
+    return 0
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = p.add_subparsers(dest="cmd", required=True)
     c = sub.add_parser("certs")
     c.add_argument("dir")
     c.add_argument("--vehicle", default="robot-7")
+    ld = sub.add_parser("load")
+    ld.add_argument("--port", type=int, required=True)
+    ld.add_argument("--tls", required=True)
+    ld.add_argument("--as", dest="as_", default="fleet")
+    ld.add_argument("--client-id", default="")
+    ld.add_argument("--rate", type=float, default=2.0)
+    ld.add_argument("--seconds", type=float, default=20.0)
+    ld.add_argument("topic", help="the vehicle's prefix, e.g. edgerec/robot-7")
     for name in ("watch", "publish"):
         s = sub.add_parser(name)
         s.add_argument("--port", type=int, required=True)
@@ -148,7 +207,8 @@ def main() -> int:
             s.add_argument("--retain", action="store_true")
     args = p.parse_args()
     try:
-        return {"certs": cmd_certs, "watch": cmd_watch, "publish": cmd_publish}[args.cmd](args)
+        return {"certs": cmd_certs, "watch": cmd_watch, "publish": cmd_publish,
+                "load": cmd_load}[args.cmd](args)
     except (OSError, ssl.SSLError) as e:
         out({"error": str(e)})
         return 1
