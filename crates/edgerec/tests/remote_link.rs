@@ -266,17 +266,28 @@ fn a_broker_that_is_down_degrades_the_recorder_and_the_recording_goes_on() {
     );
 }
 
-fn mixed_config(dir: &Path, b: &Broker) -> String {
-    config(dir, b)
+/// config/demo.toml's synthetic vehicle and test camera, recording under
+/// `dir` in `mixed` mode (the IMU and the status all the time, the lidar
+/// and the cameras in clips), with the link to `b` taking every command.
+fn demo_config(dir: &Path, b: &Broker) -> String {
+    let demo = std::fs::read_to_string(edgerec_testkit::workspace_root().join("config/demo.toml"))
+        .unwrap()
+        .replace("\"./data", &format!("\"{}", dir.display()))
         .replace(
-            "session_prefix = \"fleet\"",
-            "session_prefix = \"fleet\"\nmode = \"mixed\"\ncontinuous_topics = [\"/imu\"]",
+            "session_prefix = \"demo\"",
+            "session_prefix = \"fleet\"\nmode = \"mixed\"\ncontinuous_topics = [\"/imu/data\", \"/vehicle/status\"]",
         )
-        .replace(
-            "status_interval = \"1s\"",
-            "status_interval = \"1s\"\nallow = [\"trigger\", \"pause\", \"resume\", \"split\", \"status\", \"list\"]",
-        )
-        + "\n[triggers]\npre = \"1s\"\npost = \"1s\"\n\n[[sources.synthetic]]\ntopic = \"/chatter\"\ntype = \"std_msgs/msg/String\"\nrate = 20\n"
+        ;
+    let t = b.tls.display();
+    format!(
+        "{demo}\n[clock]\nptp4l_socket = \"{d}/no-ptp4l\"\n\n[retention]\nmin_free_bytes = 0\nmin_free_percent = 0\n\n\
+         [triggers]\npre = \"1s\"\npost = \"1s\"\n\n\
+         [remote]\nbroker = \"mqtts://127.0.0.1:{port}\"\nca_file = \"{t}/ca.pem\"\ncert_file = \"{t}/vehicle.pem\"\n\
+         key_file = \"{t}/vehicle.key\"\nvehicle_id = \"robot-7\"\nkeepalive = \"5s\"\nstatus_interval = \"1s\"\n\
+         allow = [\"trigger\", \"pause\", \"resume\", \"split\", \"status\", \"list\"]\njournal = \"{d}/remote/commands.jsonl\"\n",
+        d = dir.display(),
+        port = b.port,
+    )
 }
 
 /// The replies to command `id` until one with a final status (or a
@@ -301,6 +312,20 @@ fn replies_to(
     }
 }
 
+/// The one session directory under `root` (besides `events/`).
+fn session_dir(root: &Path) -> std::path::PathBuf {
+    std::fs::read_dir(root)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.is_dir()
+                && p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("fleet_"))
+        })
+        .expect("a session")
+}
+
 fn cat(session: &Path, topic: &str) -> Vec<serde_json::Value> {
     let o = Command::new(BIN)
         .args(["cat", "--topic", topic, "--json"])
@@ -322,7 +347,7 @@ fn the_fleet_triggers_a_clip_and_a_command_delivered_twice_runs_once() {
     let d = tempfile::tempdir().unwrap();
     let mut broker = Broker::start(d.path(), "robot-7");
     let cfg = d.path().join("edgerec.toml");
-    std::fs::write(&cfg, mixed_config(d.path(), &broker)).unwrap();
+    std::fs::write(&cfg, demo_config(d.path(), &broker)).unwrap();
     let mut fleet = broker.watch("edgerec/robot-7/#", "fleet");
     let log = d.path().join("run.log");
     let mut child = Kill(run(&cfg, &log));
@@ -339,7 +364,7 @@ fn the_fleet_triggers_a_clip_and_a_command_delivered_twice_runs_once() {
             t == "edgerec/robot-7/connection" && p["online"] == true
         })
         .unwrap_or_else(|| panic!("never online:\n{}", why()));
-    edgerec_testkit::wait_for_active_segment(&d.path().join("rec"), Duration::from_secs(20));
+    edgerec_testkit::wait_for_active_segment(d.path(), Duration::from_secs(20));
     // The pre-roll fills.
     std::thread::sleep(Duration::from_millis(1500));
 
@@ -364,7 +389,7 @@ fn the_fleet_triggers_a_clip_and_a_command_delivered_twice_runs_once() {
             t == "edgerec/robot-7/status" && p["events"]["clips"].as_u64() == Some(1)
         })
         .unwrap_or_else(|| panic!("no clip in the status:\n{}", why()));
-    let clips: Vec<_> = std::fs::read_dir(d.path().join("rec/events"))
+    let clips: Vec<_> = std::fs::read_dir(d.path().join("events"))
         .unwrap()
         .flatten()
         .map(|e| e.path())
@@ -428,28 +453,91 @@ fn the_fleet_triggers_a_clip_and_a_command_delivered_twice_runs_once() {
     let list = &r.last().unwrap()["result"];
     assert_eq!(list["sessions_total"], 1, "{list:#}");
     assert_eq!(list["clips_total"], 1, "{list:#}");
+    // The list is what is on disk: the session's segments (the last one
+    // open) and the clip's file.
+    let session = session_dir(d.path());
+    let listed: Vec<&str> = list["sessions"][0]["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["file"].as_str().unwrap())
+        .collect();
     assert_eq!(
-        list["sessions"][0]["files"][0]["state"], "recording",
+        list["sessions"][0]["name"].as_str(),
+        session.file_name().and_then(|n| n.to_str()),
         "{list:#}"
     );
+    assert!(
+        listed.last().is_some_and(|f| f.ends_with(".mcap.active")),
+        "{list:#}"
+    );
+    for f in &listed {
+        let closed = f.trim_end_matches(".active");
+        assert!(
+            session.join(f).exists() || session.join(closed).exists(),
+            "{f} listed, not on disk"
+        );
+    }
+    let clip_file = &list["clips"][0]["files"][0];
+    assert!(clip_file["messages"].as_u64().unwrap_or(0) > 0, "{list:#}");
+    assert!(
+        clip_file["start_ns"].as_u64() < clip_file["end_ns"].as_u64(),
+        "{list:#}"
+    );
+
+    // A pause shows in the retained status, with who asked; then resume.
+    let wall_ns = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos() as u64
+    };
+    let pause_from = wall_ns();
+    assert!(broker.publish(
+        "edgerec/robot-7/cmd",
+        r#"{"id":"p-1","command":"pause","issued_by":"ops/bob"}"#,
+        "fleet"
+    ));
+    let r = replies_to(&mut fleet, "p-1", &why);
+    assert_eq!(
+        (
+            r.last().unwrap()["status"].as_str(),
+            r.last().unwrap()["paused"].as_bool()
+        ),
+        (Some("done"), Some(true)),
+        "{r:?}"
+    );
+    let paused = fleet
+        .until(Duration::from_secs(20), |t, p| {
+            t == "edgerec/robot-7/status" && p["pause"].is_object()
+        })
+        .unwrap_or_else(|| panic!("no pause in the status:\n{}", why()));
+    let by = paused["pause"]["by"].as_str().unwrap_or("");
+    assert!(
+        by.starts_with("the fleet (command p-1 via mqtts://127.0.0.1:")
+            && by.ends_with(", issued by ops/bob)"),
+        "{by}"
+    );
+    assert_eq!(paused["state"], "paused", "{paused:#}");
+    assert!(broker.publish(
+        "edgerec/robot-7/cmd",
+        r#"{"id":"r-1","command":"resume"}"#,
+        "fleet"
+    ));
+    let r = replies_to(&mut fleet, "r-1", &why);
+    assert_eq!(r.last().unwrap()["paused"], false, "{r:?}");
+    let pause_to = wall_ns();
 
     // SAFETY: kill with a child's pid and a signal number.
     assert_eq!(unsafe { libc::kill(child.0.id() as i32, libc::SIGTERM) }, 0);
     let st = child.0.wait().unwrap();
     assert!(st.success(), "{st}\n{}", why());
-    let clips = std::fs::read_dir(d.path().join("rec/events"))
-        .unwrap()
-        .count();
+    let clips = std::fs::read_dir(d.path().join("events")).unwrap().count();
     assert_eq!(clips, 1, "the trigger ran once");
 
     // In the recording: the fleet's trigger in /edgerec/audit, with the
     // command's id and who issued it; /imu without a gap.
-    let session = std::fs::read_dir(d.path().join("rec"))
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.is_dir() && !p.ends_with("events"))
-        .expect("a session");
+    let session = session_dir(d.path());
     let audit: Vec<serde_json::Value> = cat(&session, "/edgerec/audit")
         .iter()
         .filter_map(|m| serde_json::from_str(m["message"]["data"].as_str()?).ok())
@@ -466,13 +554,19 @@ fn the_fleet_triggers_a_clip_and_a_command_delivered_twice_runs_once() {
         fleet_trigger(true) && fleet_trigger(false),
         "the run and the refused repeats: {audit:#?}"
     );
-    let imu = cat(&session, "/imu");
+    let imu = cat(&session, "/imu/data");
     let times: Vec<u64> = imu.iter().filter_map(|m| m["log_time"].as_u64()).collect();
-    assert!(times.len() > 500, "{} /imu messages", times.len());
+    assert!(times.len() > 2000, "{} /imu/data messages", times.len());
+    // No gap but the operator's pause (the broker's restart made none).
     let gap = times
         .windows(2)
+        .filter(|w| w[1] < pause_from || w[0] > pause_to)
         .map(|w| w[1].saturating_sub(w[0]))
         .max()
         .unwrap_or(0);
-    assert!(gap < 200_000_000, "a {} ms gap in /imu", gap / 1_000_000);
+    assert!(
+        gap < 200_000_000,
+        "a {} ms gap in /imu/data",
+        gap / 1_000_000
+    );
 }

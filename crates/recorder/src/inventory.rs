@@ -54,6 +54,9 @@ fn newest_dirs(dir: &Path, max: usize, keep: impl Fn(&str) -> bool) -> (Vec<Path
         })
         // Not following a symbolic link: a planted link is not listed.
         .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        // A bag directory: its metadata or a segment; other directories
+        // beside the sessions are not recordings.
+        .filter(|e| is_bag(&e.path()))
         .filter_map(|e| {
             let m = e.metadata().ok()?;
             Some((m.modified().ok()?, e.path()))
@@ -63,6 +66,12 @@ fn newest_dirs(dir: &Path, max: usize, keep: impl Fn(&str) -> bool) -> (Vec<Path
     dirs.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| b.1.cmp(&a.1)));
     dirs.truncate(max);
     (dirs.into_iter().map(|(_, p)| p).collect(), total)
+}
+
+/// Whether `dir` holds a recording: `metadata.yaml` or a segment file.
+fn is_bag(dir: &Path) -> bool {
+    dir.join("metadata.yaml").is_file()
+        || edgerec_format::bag::segment_files(dir).is_ok_and(|f| !f.is_empty())
 }
 
 /// One bag directory (a session or a clip) and its segment files.
@@ -147,6 +156,9 @@ mod tests {
         touch(&root.join("s_c/s_c_1.mcap.active"), 7);
         touch(&root.join("events/brake_20261207T101010Z/brake_0.mcap"), 3);
         fs::create_dir_all(root.join(".hidden")).unwrap();
+        // Not a recording: listed nowhere.
+        fs::create_dir_all(root.join("tls")).unwrap();
+        touch(&root.join("tls/ca.pem"), 5);
         std::os::unix::fs::symlink(root.join("s_a"), root.join("s_link")).unwrap();
 
         let sent = |p: &Path| p.ends_with("s_c/s_c_0.mcap");
