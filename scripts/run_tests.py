@@ -49,7 +49,14 @@ MEASURED = {
 # tests run this many at a time (libtest's --test-threads; its default
 # is the number of cores). offload_run alone took 120 s two at a time
 # and 61 s ten at a time, its 30 s store outage the longest (2026-12-07).
-TEST_THREADS = {"edgerec/offload_run": 10, "edgerec/upload": 4}
+# The fleet link's tests wait on a broker, a keepalive and a recording's
+# seconds, each with a broker of its own.
+TEST_THREADS = {
+    "edgerec/offload_run": 10,
+    "edgerec/upload": 4,
+    "edgerec/remote_link": 3,
+    "edgerec-remote/link": 6,
+}
 
 
 # Binaries whose tests assert a rate or a zero-drop flood (100k UDP

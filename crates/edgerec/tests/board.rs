@@ -1906,6 +1906,22 @@ fn offload_is_provisioned_on_data_and_the_unit_lets_it_connect() {
                 path.display()
             );
         }
+        // The fleet link's files likewise (the same unit rules let it
+        // connect out).
+        let r = &cfg.remote;
+        for (key, path) in [
+            ("journal", &r.journal),
+            ("ca_file", &r.ca_file),
+            ("cert_file", &r.cert_file),
+            ("key_file", &r.key_file),
+        ] {
+            assert!(
+                path.as_os_str().is_empty() || is_under(path, data),
+                "{}: remote.{key} must be on the data partition: {}",
+                b.name,
+                path.display()
+            );
+        }
         let unit = b.unit("edgerec.service");
         if let Some(families) = unit.get("Service", "RestrictAddressFamilies") {
             for f in ["AF_INET", "AF_INET6"] {
