@@ -69,6 +69,9 @@ sccache_on() { # sccache_on LOGFILE
     case "${RUSTC_WRAPPER:-}" in
     "") ;;
     sccache | */sccache)
+        # Started by this run already (a stage run as `scripts/test --stage`
+        # by scripts/test): keep it, and its statistics.
+        [ "${EDGEREC_SCCACHE_OURS:-}" != 1 ] || return 0
         # The caller's own server (started on demand by a build) keeps
         # sccache's default 10-minute idle timeout, which runs out during
         # stages that build nothing: restart it with the timeout below.
@@ -84,7 +87,7 @@ sccache_on() { # sccache_on LOGFILE
     # than its default 10 minutes (the QEMU board); sccache_off stops it.
     export SCCACHE_IDLE_TIMEOUT="${SCCACHE_IDLE_TIMEOUT:-3600}"
     if sccache --start-server </dev/null >"$1" 2>&1 || sccache --show-stats >/dev/null 2>&1; then
-        export RUSTC_WRAPPER=sccache
+        export RUSTC_WRAPPER=sccache EDGEREC_SCCACHE_OURS=1
         sccache --zero-stats >/dev/null 2>&1 || true
     else
         log "warning: sccache would not start (see $1): building without it"
