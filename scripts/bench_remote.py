@@ -142,14 +142,9 @@ def main() -> int:
     subprocess.run([python(), os.path.join(REPO, "tests/py/mqttpeer.py"), "certs", "--vehicle", VEHICLE, tls],
                    check=True)
     port = free_port()
-    with open(os.path.join(d, "acl"), "w") as f:
-        f.write("user fleet\ntopic readwrite edgerec/#\npattern readwrite edgerec/%u/#\n")
-    with open(os.path.join(d, "mosquitto.conf"), "w") as f:
-        f.write(f"per_listener_settings false\nlistener {port} 127.0.0.1\n"
-                f"cafile {tls}/ca.pem\ncertfile {tls}/server.pem\nkeyfile {tls}/server.key\n"
-                "require_certificate true\nuse_identity_as_username true\nallow_anonymous false\n"
-                f"acl_file {d}/acl\nlog_dest file {d}/mosquitto.log\n"
-                + ("user root\n" if os.geteuid() == 0 else ""))
+    sys.path.insert(0, os.path.join(REPO, "tests/py"))
+    from mqttpeer import write_broker_config  # the tests' broker, as they run it
+    write_broker_config(d, port, tls, persist=False)
     broker = subprocess.Popen([mosquitto(), "-c", os.path.join(d, "mosquitto.conf")],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     cfg = os.path.join(d, "edgerec.toml")

@@ -11,6 +11,14 @@ Subcommands (`mqttpeer.py SUBCOMMAND --help` for every option):
           for another vehicle (other.pem/.key, CN "robot-other"), and a
           client certificate signed by a CA the broker does not know
           (stranger/client.pem, stranger/client.key).
+  broker-config
+          writes DIR/mosquitto.conf and DIR/acl for a broker on
+          127.0.0.1:PORT with the certificates of --tls: TLS only, client
+          certificates required, each certificate's CN its user name, the
+          fleet (CN "fleet") on every edgerec/ topic, each vehicle on
+          edgerec/<CN>/# only; --persist keeps sessions and retained
+          messages in DIR/persist across restarts. The log goes to
+          DIR/mosquitto.log.
   watch   connects to 127.0.0.1:PORT over TLS as the fleet (or --as NAME),
           subscribes to TOPIC (wildcards allowed) and prints one JSON line
           per message: {"topic", "payload" (text), "retain"}; first a line
@@ -48,6 +56,33 @@ def cmd_certs(args: argparse.Namespace) -> int:
     stranger = os.path.join(args.dir, "stranger")
     os.makedirs(stranger, exist_ok=True)
     make_tls(stranger)
+    return 0
+
+
+ACL = ("# the fleet\nuser fleet\ntopic readwrite edgerec/#\n\n"
+       "# every vehicle: its own topics only\npattern readwrite edgerec/%u/#\n")
+
+
+def write_broker_config(d: str, port: int, tls: str, persist: bool) -> None:
+    with open(os.path.join(d, "acl"), "w") as f:
+        f.write(ACL)
+    conf = (f"per_listener_settings false\nlistener {port} 127.0.0.1\n"
+            f"cafile {tls}/ca.pem\ncertfile {tls}/server.pem\nkeyfile {tls}/server.key\n"
+            "require_certificate true\nuse_identity_as_username true\n"
+            f"allow_anonymous false\nacl_file {d}/acl\n"
+            f"log_dest file {d}/mosquitto.log\nlog_type all\nconnection_messages true\n")
+    if persist:
+        os.makedirs(os.path.join(d, "persist"), exist_ok=True)
+        conf += f"persistence true\npersistence_location {d}/persist/\nautosave_interval 1\n"
+    if os.geteuid() == 0:
+        # Started as root, Mosquitto drops to user mosquitto otherwise.
+        conf += "user root\n"
+    with open(os.path.join(d, "mosquitto.conf"), "w") as f:
+        f.write(conf)
+
+
+def cmd_broker_config(args: argparse.Namespace) -> int:
+    write_broker_config(args.dir, args.port, args.tls, args.persist)
     return 0
 
 
@@ -183,6 +218,11 @@ def main() -> int:
     c = sub.add_parser("certs")
     c.add_argument("dir")
     c.add_argument("--vehicle", default="robot-7")
+    bc = sub.add_parser("broker-config")
+    bc.add_argument("dir")
+    bc.add_argument("--port", type=int, required=True)
+    bc.add_argument("--tls", required=True)
+    bc.add_argument("--persist", action="store_true")
     ld = sub.add_parser("load")
     ld.add_argument("--port", type=int, required=True)
     ld.add_argument("--tls", required=True)
@@ -207,8 +247,8 @@ def main() -> int:
             s.add_argument("--retain", action="store_true")
     args = p.parse_args()
     try:
-        return {"certs": cmd_certs, "watch": cmd_watch, "publish": cmd_publish,
-                "load": cmd_load}[args.cmd](args)
+        return {"certs": cmd_certs, "broker-config": cmd_broker_config, "watch": cmd_watch,
+                "publish": cmd_publish, "load": cmd_load}[args.cmd](args)
     except (OSError, ssl.SSLError) as e:
         out({"error": str(e)})
         return 1

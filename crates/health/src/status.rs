@@ -104,8 +104,10 @@ pub struct PauseStatus {
     pub since_unix_ns: u64,
 }
 
-/// The fleet link, in the snapshot.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+/// The fleet link, in the snapshot; read back from the JSON by `edgerec
+/// status` (a field an older or newer recorder lacks takes its default).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct RemoteView {
     /// `remote.broker`.
     pub broker: String,
@@ -797,54 +799,6 @@ fn remote_line(r: &RemoteView) -> String {
     )
 }
 
-/// [`RemoteView`] as read back from the JSON (`edgerec status` of any
-/// recorder).
-#[derive(Debug, serde::Deserialize)]
-struct RemoteViewText {
-    #[serde(default)]
-    broker: String,
-    #[serde(default)]
-    prefix: String,
-    #[serde(default)]
-    connected: bool,
-    #[serde(default)]
-    for_s: f64,
-    #[serde(default)]
-    connects: u64,
-    #[serde(default)]
-    published: u64,
-    #[serde(default)]
-    queued: u64,
-    #[serde(default)]
-    dropped: u64,
-    #[serde(default)]
-    last_error: Option<String>,
-    #[serde(default)]
-    commands_run: u64,
-    #[serde(default)]
-    commands_rejected: u64,
-}
-
-impl RemoteViewText {
-    fn line(self) -> String {
-        remote_line(&RemoteView {
-            broker: self.broker,
-            prefix: self.prefix,
-            connected: self.connected,
-            for_s: self.for_s,
-            connects: self.connects,
-            disconnects: 0,
-            published: self.published,
-            queued: self.queued,
-            dropped: self.dropped,
-            last_error: self.last_error,
-            down: None,
-            commands_run: self.commands_run,
-            commands_rejected: self.commands_rejected,
-        })
-    }
-}
-
 fn escape_label(s: &str) -> String {
     s.replace('\\', "\\\\")
         .replace('"', "\\\"")
@@ -1459,8 +1413,8 @@ pub fn render_text(v: &Value) -> String {
         }
     }
     if let Some(r) = v.get("remote").filter(|r| !r.is_null()) {
-        match serde_json::from_value::<RemoteViewText>(r.clone()) {
-            Ok(r) => line(format!("remote:    {}", r.line())),
+        match serde_json::from_value::<RemoteView>(r.clone()) {
+            Ok(r) => line(format!("remote:    {}", remote_line(&r))),
             Err(_) => line("remote:    (unreadable)".to_owned()),
         }
     }

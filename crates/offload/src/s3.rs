@@ -37,8 +37,8 @@ pub const MAX_BACKOFF: Duration = Duration::from_secs(30);
 pub const SHA256_META: &str = "x-amz-meta-sha256";
 
 /// System CA bundles, the first that exists is used when no `ca_file`
-/// is set.
-const SYSTEM_CAS: [&str; 3] = [
+/// is set (also the fleet link's, `edgerec-remote`).
+pub const SYSTEM_CAS: [&str; 3] = [
     "/etc/ssl/certs/ca-certificates.crt",
     "/etc/pki/tls/certs/ca-bundle.crt",
     "/etc/ssl/cert.pem",
@@ -75,11 +75,11 @@ const MAX_KEY_FILE: u64 = 64 << 10;
 
 /// A certificate file (PEM: a CA bundle, a client chain) larger than this
 /// is refused unread (a system bundle is about 200 KiB).
-const MAX_CERT_FILE: u64 = 4 << 20;
+pub const MAX_CERT_FILE: u64 = 4 << 20;
 
 /// The bytes of the certificate file `path`, at most [`MAX_CERT_FILE`]
 /// (a path that names a device or a growing file cannot fill memory).
-fn read_cert_file(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
+pub fn read_cert_file(path: &std::path::Path) -> std::io::Result<Vec<u8>> {
     let mut out = Vec::new();
     std::fs::File::open(path)?
         .take(MAX_CERT_FILE + 1)

@@ -49,13 +49,6 @@ pub struct Counts {
     pub rejected: u64,
 }
 
-fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
-
 fn reply(id: Option<&str>, status: &str) -> Value {
     json!({"id": id, "status": status})
 }
@@ -140,7 +133,7 @@ impl Handler {
             send(refuse(self, counts, reason, None));
             return;
         }
-        let now = now_ms();
+        let now = crate::unix_ms();
         if let Some(why) = c.expired(now) {
             send(refuse(self, counts, why, None));
             return;

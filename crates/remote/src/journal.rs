@@ -50,6 +50,16 @@ pub struct Journal {
     pub skipped: usize,
 }
 
+/// The line that says `id` is about to run.
+fn started_line(id: &str, command: &str, at_ms: i64) -> Value {
+    json!({"id": id, "command": command, "at_ms": at_ms, "state": "started"})
+}
+
+/// The line that holds `id`'s final reply.
+fn finished_line(id: &str, reply: &Value) -> Value {
+    json!({"id": id, "state": "finished", "reply": reply})
+}
+
 fn open_append(path: &Path) -> std::io::Result<File> {
     std::fs::OpenOptions::new()
         .create(true)
@@ -176,7 +186,7 @@ impl Journal {
     /// Records that `id` (`command`) is about to run, durably: after this
     /// returns Ok, it never runs again.
     pub fn begin(&mut self, id: &str, command: &str, at_ms: i64) -> std::io::Result<()> {
-        self.append(&json!({"id": id, "command": command, "at_ms": at_ms, "state": "started"}))?;
+        self.append(&started_line(id, command, at_ms))?;
         self.remember(
             id,
             Entry {
@@ -193,7 +203,7 @@ impl Journal {
         if let Some(e) = self.entries.get_mut(id) {
             e.reply = Some(reply.clone());
         }
-        self.append(&json!({"id": id, "state": "finished", "reply": reply}))?;
+        self.append(&finished_line(id, reply))?;
         if self.lines > 2 * self.keep {
             self.compact()?;
         }
@@ -236,25 +246,18 @@ impl Journal {
             .open(&tmp)?;
         let mut lines = 0;
         let mut text = Vec::new();
+        let mut push = |v: Value| {
+            text.extend(v.to_string().bytes());
+            text.push(b'\n');
+            lines += 1;
+        };
         for id in &self.order {
             let Some(e) = self.entries.get(id) else {
                 continue;
             };
-            text.extend(
-                json!({"id": id, "command": e.command, "at_ms": e.at_ms, "state": "started"})
-                    .to_string()
-                    .bytes(),
-            );
-            text.push(b'\n');
-            lines += 1;
+            push(started_line(id, &e.command, e.at_ms));
             if let Some(r) = &e.reply {
-                text.extend(
-                    json!({"id": id, "state": "finished", "reply": r})
-                        .to_string()
-                        .bytes(),
-                );
-                text.push(b'\n');
-                lines += 1;
+                push(finished_line(id, r));
             }
         }
         let written = out.write_all(&text).and_then(|_| out.sync_all());

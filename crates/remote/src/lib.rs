@@ -44,6 +44,15 @@ pub mod tls;
 pub mod topics;
 
 pub use error::RemoteError;
+
+/// Now on the system clock, ms since the Unix epoch (0 before it): the
+/// times in replies, alerts, log lines and the command journal.
+pub(crate) fn unix_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as i64)
+        .unwrap_or(0)
+}
 #[cfg(feature = "link")]
 pub use link::{Link, LinkHandle, LinkStatus};
 pub use settings::Settings;

@@ -53,13 +53,6 @@ const TICK: Duration = Duration::from_millis(100);
 /// How often the status is looked at for alerts.
 const ALERT_LOOK: Duration = Duration::from_secs(1);
 
-fn unix_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_millis() as i64)
-        .unwrap_or(0)
-}
-
 /// First wait after a failed connection; doubled each failure up to
 /// [`BACKOFF_MAX`].
 const BACKOFF_MIN: Duration = Duration::from_secs(1);
@@ -593,7 +586,7 @@ fn run_publisher(
             next_look = now + ALERT_LOOK;
             if let Some(json) = feed() {
                 if let Ok(v) = serde_json::from_str::<serde_json::Value>(&json) {
-                    for ev in alerts.observe(&v, now, unix_ms()) {
+                    for ev in alerts.observe(&v, now, crate::unix_ms()) {
                         h.publish("alerts", ev.to_string().into_bytes(), false);
                     }
                 }

@@ -136,10 +136,7 @@ impl<S: Subscriber> Layer<S> for LogForward {
         };
         let mut f = Fields::default();
         event.record(&mut f);
-        let at = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis() as i64)
-            .unwrap_or(0);
+        let at = crate::unix_ms();
         let line = json!({
             "level": meta.level().as_str(),
             "target": meta.target(),

@@ -3,7 +3,6 @@
 //! TLS, the link's perimeter with the broker's ACL). rustls on ring, as
 //! offload's; every file bounded before it is read, the key owner-only.
 
-use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -12,25 +11,17 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 use crate::{RemoteError, Settings};
 
-/// A certificate file (a CA bundle, a chain) larger than this is refused
-/// unread (a system bundle is about 200 KiB).
-const MAX_CERT_FILE: u64 = 4 << 20;
-
 /// A private key file larger than this is refused unread.
 const MAX_KEY_FILE: u64 = 64 << 10;
-
-/// Where the system's CA bundle is, by distribution.
-const SYSTEM_CAS: [&str; 3] = [
-    "/etc/ssl/certs/ca-certificates.crt",
-    "/etc/pki/tls/certs/ca-bundle.crt",
-    "/etc/ssl/cert.pem",
-];
 
 /// The rustls configuration the link connects with.
 pub fn client_config(s: &Settings) -> Result<Arc<rustls::ClientConfig>, RemoteError> {
     let mut roots = rustls::RootCertStore::empty();
     if s.ca_file.as_os_str().is_empty() {
-        let bundle = SYSTEM_CAS.iter().map(Path::new).find(|p| p.exists());
+        let bundle = edgerec_offload::s3::SYSTEM_CAS
+            .iter()
+            .map(Path::new)
+            .find(|p| p.exists());
         let Some(bundle) = bundle else {
             return Err(RemoteError::Config(
                 "remote.ca_file is empty and this system has no CA bundle: set remote.ca_file \
@@ -100,16 +91,9 @@ fn file_error(path: &Path, message: &str) -> RemoteError {
 /// The certificates of the PEM file `path` (`key` names it in errors);
 /// at least one.
 fn certificates(path: &Path, key: &str) -> Result<Vec<CertificateDer<'static>>, RemoteError> {
-    let mut pem = Vec::new();
-    std::fs::File::open(path)
-        .and_then(|f| f.take(MAX_CERT_FILE + 1).read_to_end(&mut pem))
+    // Bounded: offload's reader takes at most MAX_CERT_FILE bytes.
+    let pem = edgerec_offload::s3::read_cert_file(path)
         .map_err(|e| file_error(path, &format!("{key}: {e}")))?;
-    if pem.len() as u64 > MAX_CERT_FILE {
-        return Err(file_error(
-            path,
-            &format!("{key}: more than {MAX_CERT_FILE} bytes: not a certificate file"),
-        ));
-    }
     let certs: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(&pem)
         .filter_map(Result::ok)
         .collect();

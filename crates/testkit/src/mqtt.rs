@@ -57,37 +57,16 @@ impl Broker {
             .and_then(|l| l.local_addr())
             .expect("a free loopback port")
             .port();
-        let persist = dir.join("persist");
-        std::fs::create_dir_all(&persist).expect("persistence directory");
-        let acl = dir.join("acl");
-        std::fs::write(
-            &acl,
-            "# the fleet\nuser fleet\ntopic readwrite edgerec/#\n\n\
-             # every vehicle: its own topics only\npattern readwrite edgerec/%u/#\n",
-        )
-        .expect("acl");
-        let log = dir.join("mosquitto.log");
-        // SAFETY: geteuid cannot fail.
-        let root = unsafe { libc::geteuid() } == 0;
-        let conf = dir.join("mosquitto.conf");
-        std::fs::write(
-            &conf,
-            format!(
-                "per_listener_settings false\n\
-                 listener {port} 127.0.0.1\n\
-                 cafile {t}/ca.pem\ncertfile {t}/server.pem\nkeyfile {t}/server.key\n\
-                 require_certificate true\nuse_identity_as_username true\n\
-                 allow_anonymous false\nacl_file {acl}\n\
-                 persistence true\npersistence_location {persist}/\nautosave_interval 1\n\
-                 log_dest file {log}\nlog_type all\nconnection_messages true\n{user}",
-                t = tls.display(),
-                acl = acl.display(),
-                persist = persist.display(),
-                log = log.display(),
-                user = if root { "user root\n" } else { "" },
-            ),
-        )
-        .expect("mosquitto.conf");
+        let st = Command::new(python())
+            .arg(mqttpeer())
+            .arg("broker-config")
+            .arg(dir)
+            .args(["--port", &port.to_string(), "--persist", "--tls"])
+            .arg(&tls)
+            .status()
+            .expect("mqttpeer.py broker-config");
+        assert!(st.success(), "mqttpeer.py broker-config failed");
+        let (conf, log) = (dir.join("mosquitto.conf"), dir.join("mosquitto.log"));
         let mut b = Broker {
             child: None,
             port,
