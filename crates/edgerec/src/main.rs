@@ -100,6 +100,13 @@ enum Cmd {
     /// rosbags-convert).
     #[command(after_help = "Example:\n  edgerec convert drive_01.bag drive_01_ros2 --to ros2")]
     Convert(edgerec_tools::cli::ConvertArgs),
+    /// Copy the part of a bag that matters into a new MCAP file or bag
+    /// directory: topics by name or pattern, a log-time window; exit 3
+    /// when an input file was cut or corrupt (kept up to the damage).
+    #[command(
+        after_help = "Example:\n  edgerec filter drive_01 drive_01_cut --topics /imu /camera/image_raw --start +12.5s --end +20s"
+    )]
+    Filter(edgerec_tools::cli::FilterArgs),
     /// Write an indexed copy of an unindexed ROS 1 bag (a `.bag.active`
     /// left by a power cut), keeping every whole message, those of a cut
     /// last chunk included; the original is not touched.
@@ -319,6 +326,7 @@ fn main() -> ExitCode {
         }),
         Cmd::Cat(args) => edgerec_tools::cli::cat_cmd(&args),
         Cmd::Convert(args) => edgerec_tools::cli::convert_cmd(&args),
+        Cmd::Filter(args) => edgerec_tools::cli::filter_cmd(&args),
         Cmd::Reindex(args) => edgerec_tools::cli::reindex_cmd(&args),
         Cmd::Export(args) => export_cmd::run(&args),
         Cmd::Import(args) => export_cmd::import(&args),

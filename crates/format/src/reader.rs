@@ -238,8 +238,12 @@ pub struct FileSummary {
     pub channels: BTreeMap<u16, Channel>,
     /// Chunk indexes.
     pub chunk_indexes: Vec<ChunkIndex>,
-    /// Metadata records by name (read through the metadata indexes).
+    /// Metadata records by name (read through the metadata indexes); the
+    /// last one of a name wins.
     pub metadata: BTreeMap<String, BTreeMap<String, String>>,
+    /// Every Metadata record the metadata indexes point at, in their order,
+    /// several of one name kept (what a copy of the file carries over).
+    pub metadata_records: Vec<(String, BTreeMap<String, String>)>,
 }
 
 impl FileSummary {
@@ -389,6 +393,7 @@ fn read_summary_section(path: &Path) -> Result<FileSummary, FormatError> {
         let b = read_exact_at(&mut f, off, len as usize)?;
         if b.len() > RECORD_PREFIX && b[0] == op::METADATA {
             let (name, map) = records::parse_metadata(&b[RECORD_PREFIX..])?;
+            out.metadata_records.push((name.clone(), map.clone()));
             out.metadata.insert(name, map);
         }
     }

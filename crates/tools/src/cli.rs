@@ -2,7 +2,8 @@
 //! any-OS `edgerec-tools` binary: clap argument structs and a function per
 //! command that prints what the libraries report and returns the exit
 //! status (0 done, 1 the input is bad or unreadable, 2 the command line
-//! does not fit the input, 3 `recover` skipped a corrupt record).
+//! does not fit the input, 3 `recover` skipped a corrupt record or
+//! `filter` met a damaged input).
 
 use std::collections::BTreeSet;
 use std::fs::File;
@@ -92,6 +93,42 @@ pub struct ConvertArgs {
     /// rosbags-convert write), zstd (level 1) or lz4.
     #[arg(long, default_value = "none", value_parser = ["none", "zstd", "lz4"])]
     pub compression: String,
+}
+
+/// `filter`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct FilterArgs {
+    /// An .mcap file or a rosbag2 bag directory.
+    pub input: PathBuf,
+    /// The output: an .mcap file, or (any other name) a new rosbag2 bag
+    /// directory; `--to` overrides the name.
+    pub output: PathBuf,
+    /// Keep these topics (by name; several after one flag, or the flag
+    /// repeated).
+    #[arg(long, num_args = 1..)]
+    pub topics: Vec<String>,
+    /// Keep the topics this regular expression matches, whole (`/camera_(front|back)`);
+    /// repeatable.
+    #[arg(long)]
+    pub regex: Vec<String>,
+    /// Drop the topics this regular expression matches, whole; repeatable.
+    #[arg(long)]
+    pub exclude: Vec<String>,
+    /// Keep messages logged at or after this time: seconds since the epoch
+    /// (`1700000000.5`), nanoseconds (`1700000000500000000ns`), RFC 3339
+    /// (`2023-11-14T22:13:20.5Z`) or after the bag's first message (`+12.5s`).
+    #[arg(long)]
+    pub start: Option<String>,
+    /// Keep messages logged before this time (exclusive), as `--start`.
+    #[arg(long)]
+    pub end: Option<String>,
+    /// The output's kind: `mcap` (one file) or `dir` (a rosbag2 bag
+    /// directory); default from the output's name.
+    #[arg(long)]
+    pub to: Option<String>,
+    /// Chunk compression of the output (default: the input's).
+    #[arg(long, value_parser = ["none", "zstd", "lz4"])]
+    pub compression: Option<String>,
 }
 
 /// `reindex`.
@@ -346,11 +383,7 @@ pub fn convert_cmd(args: &ConvertArgs) -> ExitCode {
     } else {
         Target::Ros1Mcap
     };
-    let compression = match args.compression.as_str() {
-        "none" => Compression::None,
-        "lz4" => Compression::Lz4,
-        _ => Compression::Zstd { level: 1 },
-    };
+    let compression = compression_of(&args.compression);
     match kind(&args.input) {
         Ok(Kind::Ros1) => {}
         Ok(Kind::Mcap) => {
@@ -413,6 +446,74 @@ pub fn convert_cmd(args: &ConvertArgs) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => fail("convert", &e),
+    }
+}
+
+/// `filter`: exit 0 when the output is written, 3 when it is written but
+/// an input file was cut or corrupt (each named, with what was kept
+/// before it), 2 when the command line does not fit the input, 1 when the
+/// input cannot be read or the output cannot be written (nothing is left).
+pub fn filter_cmd(args: &FilterArgs) -> ExitCode {
+    let began = Instant::now();
+    let run = || -> Result<crate::filter::FilterReport> {
+        let opts = crate::filter::FilterOptions {
+            topics: crate::filter::Topics::new(&args.topics, &args.regex, &args.exclude)?,
+            start: args
+                .start
+                .as_deref()
+                .map(|s| TimeSpec::parse("--start", s))
+                .transpose()?,
+            end: args
+                .end
+                .as_deref()
+                .map(|s| TimeSpec::parse("--end", s))
+                .transpose()?,
+            to: args
+                .to
+                .as_deref()
+                .map(crate::filter::OutputKind::parse)
+                .transpose()?,
+            compression: args.compression.as_deref().map(compression_of),
+        };
+        crate::filter::filter(&args.input, &args.output, &opts)
+    };
+    match run() {
+        Ok(rep) => {
+            println!(
+                "{} -> {}: {} of {} messages on {} topics, {} of message data, {} file(s), in {:.1} s",
+                args.input.display(),
+                args.output.display(),
+                rep.messages,
+                rep.input_messages,
+                rep.topics.len(),
+                human_bytes(rep.bytes),
+                rep.files.len(),
+                began.elapsed().as_secs_f64()
+            );
+            for (topic, n) in &rep.topics {
+                println!("  {topic}: {n}");
+            }
+            if rep.damage.is_empty() {
+                return ExitCode::SUCCESS;
+            }
+            for d in &rep.damage {
+                eprintln!("edgerec filter: {d}");
+            }
+            eprintln!(
+                "edgerec filter: {} input file(s) damaged: the output is complete and valid but holds only what came before the damage",
+                rep.damage.len()
+            );
+            ExitCode::from(3)
+        }
+        Err(e) => fail("filter", &e),
+    }
+}
+
+fn compression_of(name: &str) -> Compression {
+    match name {
+        "none" => Compression::None,
+        "lz4" => Compression::Lz4,
+        _ => Compression::Zstd { level: 1 },
     }
 }
 

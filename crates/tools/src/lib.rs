@@ -1,5 +1,5 @@
 //! The bag tools that need no Linux: what `edgerec info`, `check`, `cat`,
-//! `export csv`, `convert` and `reindex` do with ROS 1 bags, MCAP files and
+//! `export csv`, `convert`, `filter` and `reindex` do with ROS 1 bags, MCAP files and
 //! rosbag2 bag directories. Pure Rust over `edgerec-format` and
 //! `edgerec-rosbag1`, with no io_uring, sysfs or GStreamer, so it builds
 //! for any target; the `edgerec` binary and the any-OS `edgerec-tools`
@@ -17,6 +17,7 @@ pub mod cli;
 pub mod convert;
 pub mod csv;
 pub mod error;
+pub mod filter;
 pub mod info;
 pub mod open;
 pub mod reindex;

@@ -12,7 +12,7 @@ use edgerec_tools::cli;
 #[command(
     name = "edgerec-tools",
     version,
-    about = "ROS 1 bags, MCAP files and rosbag2 directories without ROS: info, check, cat, export csv, convert, reindex, upload"
+    about = "ROS 1 bags, MCAP files and rosbag2 directories without ROS: info, check, cat, export csv, convert, filter, reindex, upload"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -43,6 +43,10 @@ enum Cmd {
     /// Convert a ROS 1 bag to MCAP (`ros1` profile) or, with `--to ros2`,
     /// to a rosbag2 bag directory in CDR.
     Convert(cli::ConvertArgs),
+    /// Copy the part of a bag that matters (topics, a time window) into a
+    /// new MCAP file or bag directory; exit 3 when an input file was
+    /// damaged (kept up to the damage).
+    Filter(cli::FilterArgs),
     /// Write an indexed copy of an unindexed ROS 1 bag (`.bag.active`),
     /// keeping every whole message; the original is not touched.
     Reindex(cli::ReindexArgs),
@@ -91,6 +95,7 @@ fn main() -> ExitCode {
             what: Export::Csv(args),
         } => cli::csv_cmd(&args),
         Cmd::Convert(args) => cli::convert_cmd(&args),
+        Cmd::Filter(args) => cli::filter_cmd(&args),
         Cmd::Reindex(args) => cli::reindex_cmd(&args),
         Cmd::Recover { path } => cli::recover_cmd(&path),
         Cmd::Upload {

@@ -34,6 +34,9 @@ _edgerec() {
             edgerec,export)
                 cmd="edgerec__subcmd__export"
                 ;;
+            edgerec,filter)
+                cmd="edgerec__subcmd__filter"
+                ;;
             edgerec,help)
                 cmd="edgerec__subcmd__help"
                 ;;
@@ -121,6 +124,9 @@ _edgerec() {
             edgerec__subcmd__help,export)
                 cmd="edgerec__subcmd__help__subcmd__export"
                 ;;
+            edgerec__subcmd__help,filter)
+                cmd="edgerec__subcmd__help__subcmd__filter"
+                ;;
             edgerec__subcmd__help,help)
                 cmd="edgerec__subcmd__help__subcmd__help"
                 ;;
@@ -194,7 +200,7 @@ _edgerec() {
 
     case "${cmd}" in
         edgerec)
-            opts="-h -V --help --version run record info cat convert reindex export import check recover status leds upload ctl offload completions man version help"
+            opts="-h -V --help --version run record info cat convert filter reindex export import check recover status leds upload ctl offload completions man version help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 1 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -551,8 +557,50 @@ _edgerec() {
             COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
             return 0
             ;;
+        edgerec__subcmd__filter)
+            opts="-h --topics --regex --exclude --start --end --to --compression --help"
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                --topics)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --regex)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --exclude)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --start)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --end)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --to)
+                    COMPREPLY=($(compgen -f "${cur}"))
+                    return 0
+                    ;;
+                --compression)
+                    COMPREPLY=($(compgen -W "none zstd lz4" -- "${cur}"))
+                    return 0
+                    ;;
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
         edgerec__subcmd__help)
-            opts="run record info cat convert reindex export import check recover status leds upload ctl offload completions man version help"
+            opts="run record info cat convert filter reindex export import check recover status leds upload ctl offload completions man version help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -694,6 +742,20 @@ _edgerec() {
         edgerec__subcmd__help__subcmd__export__subcmd__video)
             opts=""
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 4 ]] ; then
+                COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+                return 0
+            fi
+            case "${prev}" in
+                *)
+                    COMPREPLY=()
+                    ;;
+            esac
+            COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
+            return 0
+            ;;
+        edgerec__subcmd__help__subcmd__filter)
+            opts=""
+            if [[ ${cur} == -* || ${COMP_CWORD} -eq 3 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
             fi

@@ -14,6 +14,7 @@ mod cat;
 mod check;
 mod convert;
 mod csv;
+mod filter;
 mod info;
 mod reference;
 mod reindex;
