@@ -1,13 +1,16 @@
 //! A trigger rule over the fields of messages any peer publishes
-//! (`edgerec_trigger`): the first byte picks the message type, the text up
-//! to the first NUL is the rule's `when`, the rest the CDR payload it reads.
-//! Arbitrary rules and payloads give a result or an error, never a panic
-//! and never an allocation the payload does not pay for.
+//! (`edgerec_trigger`), and an `edgerec filter` expression (the same
+//! language with `topic`, `t`, `m.`, `in` lists and `.to_sec()`): the first
+//! byte picks the message type and, with its high bit, the filter's
+//! environment; the text up to the first NUL is the expression, the rest
+//! the CDR payload it reads (its first 8 bytes also the log time).
+//! Arbitrary expressions and payloads give a result or an error, never a
+//! panic and never an allocation the payload does not pay for.
 #![no_main]
 
 use edgerec_format::msgdefs;
 use edgerec_format::msgtype::TypeTable;
-use edgerec_trigger::Condition;
+use edgerec_trigger::{Condition, Env};
 use libfuzzer_sys::fuzz_target;
 
 /// Types rules are written over in the field: scalars, strings, nested
@@ -37,7 +40,19 @@ fuzz_target!(|data: &[u8]| {
     let Ok(condition) = Condition::parse(text) else {
         return;
     };
-    if let Ok(compiled) = condition.compile(&types) {
-        let _ = compiled.eval(payload);
+    if pick & 0x80 == 0 {
+        if let Ok(compiled) = condition.compile(&types) {
+            let _ = compiled.eval(payload);
+        }
+        return;
+    }
+    let topic = ["/imu", "/camera/image_raw", "/a"][usize::from(pick >> 5 & 3) % 3];
+    if let Ok(compiled) = condition.compile_in(&types, &Env::filter(topic)) {
+        let t = payload
+            .get(..8)
+            .and_then(|b| b.try_into().ok())
+            .map_or(0, u64::from_le_bytes);
+        let _ = compiled.holds_at(payload, t);
+        let _ = compiled.constant();
     }
 });

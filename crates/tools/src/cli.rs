@@ -103,6 +103,11 @@ pub struct FilterArgs {
     /// The output: an .mcap file, or (any other name) a new rosbag2 bag
     /// directory; `--to` overrides the name.
     pub output: PathBuf,
+    /// Keep only the messages this holds for: the trigger rule language
+    /// over the message's fields, `topic` and `t` (the log time), with
+    /// `rosbag filter`'s forms (`topic == '/imu' and
+    /// m.header.stamp.to_sec() > 100`, `topic in ('/a', '/b')`).
+    pub expression: Option<String>,
     /// Keep these topics (by name; several after one flag, or the flag
     /// repeated).
     #[arg(long, num_args = 1..)]
@@ -451,7 +456,7 @@ pub fn convert_cmd(args: &ConvertArgs) -> ExitCode {
 
 /// `filter`: exit 0 when the output is written, 3 when it is written but
 /// an input file was cut or corrupt (each named, with what was kept
-/// before it), 2 when the command line does not fit the input, 1 when the
+/// before it) or messages could not be tested by the expression, 2 when the command line does not fit the input, 1 when the
 /// input cannot be read or the output cannot be written (nothing is left).
 pub fn filter_cmd(args: &FilterArgs) -> ExitCode {
     let began = Instant::now();
@@ -474,6 +479,19 @@ pub fn filter_cmd(args: &FilterArgs) -> ExitCode {
                 .map(crate::filter::OutputKind::parse)
                 .transpose()?,
             compression: args.compression.as_deref().map(compression_of),
+            expression: args
+                .expression
+                .as_deref()
+                .map(|text| {
+                    edgerec_trigger::Condition::parse(text).map_err(|error| {
+                        ToolError::Expression(Box::new(crate::error::ExpressionError {
+                            text: text.to_owned(),
+                            context: String::new(),
+                            error,
+                        }))
+                    })
+                })
+                .transpose()?,
         };
         crate::filter::filter(&args.input, &args.output, &opts)
     };
@@ -493,16 +511,25 @@ pub fn filter_cmd(args: &FilterArgs) -> ExitCode {
             for (topic, n) in &rep.topics {
                 println!("  {topic}: {n}");
             }
-            if rep.damage.is_empty() {
+            if rep.undecodable > 0 {
+                eprintln!(
+                    "edgerec filter: {} message(s) could not be tested (their bytes do not fit their schema) and were left out; the first: {}",
+                    rep.undecodable,
+                    rep.first_undecodable.as_deref().unwrap_or("")
+                );
+            }
+            if rep.damage.is_empty() && rep.undecodable == 0 {
                 return ExitCode::SUCCESS;
             }
             for d in &rep.damage {
                 eprintln!("edgerec filter: {d}");
             }
-            eprintln!(
-                "edgerec filter: {} input file(s) damaged: the output is complete and valid but holds only what came before the damage",
-                rep.damage.len()
-            );
+            if !rep.damage.is_empty() {
+                eprintln!(
+                    "edgerec filter: {} input file(s) damaged: the output is complete and valid but holds only what came before the damage",
+                    rep.damage.len()
+                );
+            }
             ExitCode::from(3)
         }
         Err(e) => fail("filter", &e),

@@ -97,10 +97,27 @@ pub enum ToolError {
     /// An argument that does not fit the input.
     #[error("{0}")]
     Usage(String),
+    /// A `filter` expression that does not parse, or does not fit a
+    /// channel's type.
+    #[error(transparent)]
+    Expression(Box<ExpressionError>),
     /// What a [`crate::walk::walk`] visitor returns to end the walk early
     /// (a `--limit` reached); the walk returns `Ok` and no command reports it.
     #[error("the walk was ended early")]
     Enough,
+}
+
+/// Why a `filter` expression was refused: the column, what is wrong, and
+/// the text with a caret under the column.
+#[derive(Debug, thiserror::Error)]
+#[error("the expression{context}: {error}\n    {text}\n    {}^", " ".repeat(error.column.saturating_sub(1)))]
+pub struct ExpressionError {
+    /// The expression.
+    pub text: String,
+    /// Where it was compiled (` (on /imu, of type ...)`), or empty.
+    pub context: String,
+    /// The parser's or compiler's error.
+    pub error: edgerec_trigger::ExprError,
 }
 
 /// One message a command could not use, and where it is.
@@ -147,6 +164,7 @@ impl ToolError {
             ToolError::Fields(_)
             | ToolError::BadTime { .. }
             | ToolError::Usage(_)
+            | ToolError::Expression(_)
             | ToolError::NoSuchTopic { .. } => 2,
             _ => 1,
         }

@@ -19,7 +19,11 @@ use std::cmp::Ordering;
 
 use edgerec_format::cdr_read::{ReadError, Value};
 
-use crate::compile::{Compiled, Node, Num, Rhs};
+use crate::compile::{Clock, Compiled, Lhs, Node, Num, Rhs};
+use crate::parse::TimeUnit;
+
+/// Nanoseconds in a second.
+const NS: i128 = 1_000_000_000;
 use crate::lexer::CmpOp;
 use crate::EvalError;
 
@@ -65,7 +69,13 @@ impl Compiled {
     /// Whether the condition is true for `payload`, a CDR message of the
     /// type the condition was compiled against.
     pub fn holds(&self, payload: &[u8]) -> Result<bool, EvalError> {
-        Ok(self.truth(&self.root, payload)? == Truth::True)
+        self.holds_at(payload, 0)
+    }
+
+    /// [`Compiled::holds`] for a message logged at `log_time` (ns since
+    /// the epoch): what `t` is, where the [`crate::Env`] has it.
+    pub fn holds_at(&self, payload: &[u8], log_time: u64) -> Result<bool, EvalError> {
+        Ok(self.truth(&self.root, payload, log_time)? == Truth::True)
     }
 
     /// [`Compiled::holds`], and when true the values read (see
@@ -111,25 +121,50 @@ impl Compiled {
         }
     }
 
-    fn truth(&self, node: &Node, payload: &[u8]) -> Result<Truth, EvalError> {
+    /// A time in nanoseconds: a stamp's `sec * 1e9 + nanosec`, or the log
+    /// time; `None` when the message lacks the stamp.
+    fn clock(
+        &self,
+        clock: Clock,
+        payload: &[u8],
+        log_time: u64,
+    ) -> Result<Option<i128>, EvalError> {
+        match clock {
+            Clock::LogTime => Ok(Some(i128::from(log_time))),
+            Clock::Stamp { sec, nanosec } => {
+                let (Some(s), Some(n)) = (self.read(sec, payload)?, self.read(nanosec, payload)?)
+                else {
+                    return Ok(None);
+                };
+                match (number(&s), number(&n)) {
+                    (Some(Num::Int(s)), Some(Num::Int(n))) => {
+                        Ok(s.checked_mul(NS).and_then(|s| s.checked_add(n)))
+                    }
+                    _ => Ok(None),
+                }
+            }
+        }
+    }
+
+    fn truth(&self, node: &Node, payload: &[u8], log_time: u64) -> Result<Truth, EvalError> {
         Ok(match node {
-            Node::Or(a, b) => match self.truth(a, payload)? {
+            Node::Or(a, b) => match self.truth(a, payload, log_time)? {
                 Truth::True => Truth::True,
-                left => match (left, self.truth(b, payload)?) {
+                left => match (left, self.truth(b, payload, log_time)?) {
                     (_, Truth::True) => Truth::True,
                     (Truth::False, Truth::False) => Truth::False,
                     _ => Truth::Unknown,
                 },
             },
-            Node::And(a, b) => match self.truth(a, payload)? {
+            Node::And(a, b) => match self.truth(a, payload, log_time)? {
                 Truth::False => Truth::False,
-                left => match (left, self.truth(b, payload)?) {
+                left => match (left, self.truth(b, payload, log_time)?) {
                     (_, Truth::False) => Truth::False,
                     (Truth::True, Truth::True) => Truth::True,
                     _ => Truth::Unknown,
                 },
             },
-            Node::Not(a) => match self.truth(a, payload)? {
+            Node::Not(a) => match self.truth(a, payload, log_time)? {
                 Truth::True => Truth::False,
                 Truth::False => Truth::True,
                 Truth::Unknown => Truth::Unknown,
@@ -140,7 +175,33 @@ impl Compiled {
                 // compile admits only boolean fields here.
                 Some(_) | None => Truth::Unknown,
             },
-            Node::Compare { field, op, rhs } => {
+            Node::Compare {
+                lhs: Lhs::Clock(clock, unit),
+                op,
+                rhs,
+            } => {
+                let Some(ns) = self.clock(*clock, payload, log_time)? else {
+                    return Ok(Truth::Unknown);
+                };
+                let left = match unit {
+                    None | Some(TimeUnit::Nsec) => Num::Int(ns),
+                    // As rospy's to_sec(): secs + nsecs / 1e9.
+                    Some(TimeUnit::Sec) => {
+                        let (sec, nsec) = (ns.div_euclid(NS), ns.rem_euclid(NS));
+                        Num::Float(sec as f64 + nsec as f64 / 1e9)
+                    }
+                };
+                match rhs {
+                    Rhs::Num(n) => compare_numbers(left, *op, *n),
+                    // compile gives a clock only a number on the right.
+                    _ => Truth::Unknown,
+                }
+            }
+            Node::Compare {
+                lhs: Lhs::Field(field),
+                op,
+                rhs,
+            } => {
                 let Some(left) = self.read(*field, payload)? else {
                     return Ok(Truth::Unknown);
                 };

@@ -4,7 +4,11 @@
 //! A field path is one token (`status[0].level`): letters, digits, `_`,
 //! `.` and bracketed indices; [`edgerec_format::cdr_read::FieldPath`]
 //! checks its parts later. A `-` is its own token; the parser joins it to
-//! the number that follows.
+//! the number that follows. Also lexed, for `edgerec filter` and the forms
+//! of `rosbag filter`: single-quoted strings, `in`, `,`, `[`/`]` lists, a
+//! number with a time unit (`100s`, `2.5ms`, `40us`, `7ns`: nanoseconds)
+//! and `.to_sec()` / `.to_nsec()` after a path (one token with the path).
+//! Any other call (`f(`) is refused here, naming what is supported.
 
 use crate::{ExprError, ExprErrorKind};
 
@@ -76,6 +80,18 @@ pub(crate) enum TokenKind {
     RParen,
     Minus,
     Cmp(CmpOp),
+    /// `in`.
+    In,
+    /// `,`.
+    Comma,
+    /// `[` where no path is (a list).
+    LBracket,
+    /// `]` closing a list.
+    RBracket,
+    /// A number with a time unit, in nanoseconds.
+    Duration(i128),
+    /// `path.to_sec()` or `path.to_nsec()`: the path and the conversion.
+    Method(String, crate::parse::TimeUnit),
     /// The end of the text.
     End,
 }
@@ -96,6 +112,12 @@ impl TokenKind {
             TokenKind::RParen => "`)`".into(),
             TokenKind::Minus => "`-`".into(),
             TokenKind::Cmp(op) => format!("`{}`", op.symbol()),
+            TokenKind::In => "`in`".into(),
+            TokenKind::Comma => "`,`".into(),
+            TokenKind::LBracket => "`[`".into(),
+            TokenKind::RBracket => "`]`".into(),
+            TokenKind::Duration(ns) => format!("`{ns}ns`"),
+            TokenKind::Method(p, u) => format!("`{p}.{}()`", u.method()),
             TokenKind::End => "the end".into(),
         }
     }
@@ -126,6 +148,9 @@ pub(crate) fn tokenize(text: &str) -> Result<Vec<Token>, ExprError> {
             }
             '(' => (TokenKind::LParen, 1),
             ')' => (TokenKind::RParen, 1),
+            '[' => (TokenKind::LBracket, 1),
+            ']' => (TokenKind::RBracket, 1),
+            ',' => (TokenKind::Comma, 1),
             '-' => (TokenKind::Minus, 1),
             '<' if at(1) == Some('=') => (TokenKind::Cmp(CmpOp::Le), 2),
             '<' => (TokenKind::Cmp(CmpOp::Lt), 1),
@@ -134,12 +159,17 @@ pub(crate) fn tokenize(text: &str) -> Result<Vec<Token>, ExprError> {
             '=' if at(1) == Some('=') => (TokenKind::Cmp(CmpOp::Eq), 2),
             '=' => return Err(err(ExprErrorKind::SingleEquals)),
             '!' if at(1) == Some('=') => (TokenKind::Cmp(CmpOp::Ne), 2),
-            '"' => string(&chars[i..]).map_err(|(offset, kind)| ExprError {
+            '"' | '\'' => string(&chars[i..]).map_err(|(offset, kind)| ExprError {
                 column: column + offset,
                 kind,
             })?,
             c if c.is_ascii_digit() => number(&chars[i..]).map_err(err)?,
-            c if c.is_ascii_alphabetic() || c == '_' => word(&chars[i..]),
+            c if c.is_ascii_alphabetic() || c == '_' => {
+                word(&chars[i..]).map_err(|(offset, kind)| ExprError {
+                    column: column + offset,
+                    kind,
+                })?
+            }
             c => return Err(err(ExprErrorKind::UnexpectedChar(c))),
         };
         tokens.push(Token { kind, column });
@@ -153,15 +183,18 @@ pub(crate) fn tokenize(text: &str) -> Result<Vec<Token>, ExprError> {
 }
 
 /// A string literal from its opening quote; `\"` and `\\` are the escapes.
+/// A string in the quotes it starts with (`"` or `'`); escapes are `\\`
+/// and either quote.
 fn string(chars: &[char]) -> Result<(TokenKind, usize), (usize, ExprErrorKind)> {
+    let quote = chars[0];
     let mut out = String::new();
     let mut i = 1;
     loop {
         match chars.get(i) {
             None => return Err((0, ExprErrorKind::UnterminatedString)),
-            Some('"') => return Ok((TokenKind::Str(out), i + 1)),
+            Some(&c) if c == quote => return Ok((TokenKind::Str(out), i + 1)),
             Some('\\') => match chars.get(i + 1) {
-                Some(&c @ ('"' | '\\')) => {
+                Some(&c @ ('"' | '\'' | '\\')) => {
                     out.push(c);
                     i += 2;
                 }
@@ -201,6 +234,23 @@ fn number(chars: &[char]) -> Result<(TokenKind, usize), ExprErrorKind> {
         len += 1 + sign + exp;
         float = true;
     }
+    // A time unit straight after a plain number: nanoseconds.
+    if !chars[..len].iter().any(|c| matches!(c, 'e' | 'E')) {
+        for (unit, scale) in [("ns", 0u32), ("us", 3), ("ms", 6), ("s", 9)] {
+            let u: Vec<char> = unit.chars().collect();
+            let after = len + u.len();
+            if chars.get(len..after) == Some(&u[..])
+                && !chars
+                    .get(after)
+                    .is_some_and(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '.')
+            {
+                let text: String = chars[..after].iter().collect();
+                return duration(&chars[..len], scale)
+                    .map(|ns| (TokenKind::Duration(ns), after))
+                    .ok_or(ExprErrorKind::BadNumber(text));
+            }
+        }
+    }
     // A letter or `.` straight after a number (`12v`, `1.2.3`) is a typo,
     // not two tokens.
     if chars
@@ -230,7 +280,27 @@ fn number(chars: &[char]) -> Result<(TokenKind, usize), ExprErrorKind> {
 }
 
 /// A keyword or a field path.
-fn word(chars: &[char]) -> (TokenKind, usize) {
+/// `digits[.digits]` times 10^`scale` nanoseconds, when whole.
+fn duration(number: &[char], scale: u32) -> Option<i128> {
+    let text: String = number.iter().collect();
+    let (whole, frac) = text.split_once('.').unwrap_or((&text, ""));
+    if frac.len() > scale as usize {
+        return None;
+    }
+    let whole: i128 = whole.parse().ok()?;
+    let frac: i128 = if frac.is_empty() {
+        0
+    } else {
+        format!("{frac:0<width$}", width = scale as usize)
+            .parse()
+            .ok()?
+    };
+    whole.checked_mul(10i128.pow(scale))?.checked_add(frac)
+}
+
+/// A word: a keyword, a path, or a path with `.to_sec()`/`.to_nsec()`.
+/// `Err` carries the offset of the fault in `chars`.
+fn word(chars: &[char]) -> Result<(TokenKind, usize), (usize, ExprErrorKind)> {
     let mut len = 0;
     let mut depth = 0usize;
     while let Some(&c) = chars.get(len) {
@@ -258,11 +328,26 @@ fn word(chars: &[char]) -> (TokenKind, usize) {
         "and" => TokenKind::And,
         "or" => TokenKind::Or,
         "not" => TokenKind::Not,
+        "in" => TokenKind::In,
         "true" => TokenKind::Bool(true),
         "false" => TokenKind::Bool(false),
+        _ if chars.get(len) == Some(&'(') => {
+            let unit = [
+                (".to_sec", crate::parse::TimeUnit::Sec),
+                (".to_nsec", crate::parse::TimeUnit::Nsec),
+            ]
+            .into_iter()
+            .find_map(|(m, u)| text.strip_suffix(m).map(|p| (p, u)));
+            return match unit {
+                Some((path, unit)) if !path.is_empty() && chars.get(len + 1) == Some(&')') => {
+                    Ok((TokenKind::Method(path.to_owned(), unit), len + 2))
+                }
+                _ => Err((len, ExprErrorKind::Call(text))),
+            };
+        }
         _ => TokenKind::Path(text),
     };
-    (kind, len)
+    Ok((kind, len))
 }
 
 #[cfg(test)]

@@ -10,9 +10,13 @@
 //! (`linear_acceleration.x`, `status[0].level`, `ranges[0]`), numbers,
 //! double-quoted strings (escapes `\"` and `\\`), `true`/`false`,
 //! `< <= > >= == !=`, `not`, `and`, `or` (binding in that order) and
-//! parentheses; a boolean field on its own is a condition too. How absent
-//! fields and NaN evaluate is in [`eval`]; how truth becomes events, in
-//! [`rule`].
+//! parentheses; a boolean field on its own is a condition too. Also:
+//! single-quoted strings, `x in (a, b)` lists, header stamps as times
+//! compared with numbers with units (`header.stamp > 100s`), `.to_sec()`
+//! and `.to_nsec()`, and with an [`Env`] (what `edgerec filter` gives)
+//! `topic`, `t` and the `m.` prefix of `rosbag filter`'s expressions
+//! ([`compile`]). How absent fields and NaN evaluate is in [`eval`]; how
+//! truth becomes events, in [`rule`].
 //!
 //! ```
 //! use edgerec_format::cdr::{CdrWriter, Time};
@@ -60,9 +64,10 @@ pub mod rule;
 use edgerec_format::cdr_read::{PathErrorKind, ReadError};
 
 pub use compile::Compiled;
+pub use compile::Env;
 pub use eval::{Outcome, Reading};
 pub use lexer::CmpOp;
-pub use parse::{Condition, Expr, Operand, Spanned};
+pub use parse::{Condition, Expr, Operand, Spanned, TimeUnit};
 pub use rule::{RuleState, Transition};
 
 /// Why a `when` expression does not parse or does not fit its message type.
@@ -88,11 +93,17 @@ pub enum ExprErrorKind {
     #[error("`=` alone is not a comparison; write `==`")]
     SingleEquals,
     /// A string with no closing quote.
-    #[error("the string has no closing `\"`")]
+    #[error("the string has no closing quote")]
     UnterminatedString,
-    /// An escape other than `\"` and `\\`.
-    #[error("unknown escape `\\{0}` in a string; only `\\\"` and `\\\\` are escapes")]
+    /// An escape other than `\"`, `\'` and `\\`.
+    #[error("unknown escape `\\{0}` in a string; only `\\\"`, `\\'` and `\\\\` are escapes")]
     BadEscape(char),
+    /// A call: expressions are not evaluated as programs.
+    #[error("`{0}(` is a call; expressions are not Python and run nothing: they compare message fields, `topic` and `t` with `< <= > >= == !=`, `in`, `and`, `or`, `not`, and the only calls are `.to_sec()` and `.to_nsec()` on times")]
+    Call(String),
+    /// A time compared with a plain number, or the other way round.
+    #[error("{0}")]
+    TimeMismatch(String),
     /// A malformed number.
     #[error("`{0}` is not a number")]
     BadNumber(String),

@@ -7,12 +7,36 @@
 //! or      := and ("or" and)*
 //! and     := not ("and" not)*
 //! not     := "not" not | atom
-//! atom    := "(" or ")" | operand (cmp operand)?
-//! operand := path | "-"? number | string | "true" | "false"
+//! atom    := "(" or ")" | operand (cmp operand | "not"? "in" list)?
+//! list    := ("(" | "[") operand ("," operand)* ","? (")" | "]")
+//! operand := path | path ".to_sec()" | path ".to_nsec()"
+//!          | "-"? number | "-"? number unit | string | "true" | "false"
+//! unit    := "s" | "ms" | "us" | "ns"
 //! ```
+//!
+//! `x in (a, b)` is `x == a or x == b`; `x not in (a, b)` its negation.
 
 use crate::lexer::{tokenize, CmpOp, Token, TokenKind};
 use crate::{ExprError, ExprErrorKind};
+
+/// What `.to_sec()` and `.to_nsec()` make of a time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TimeUnit {
+    /// Seconds as a floating-point number (`sec + nanosec / 1e9`).
+    Sec,
+    /// Nanoseconds as an integer.
+    Nsec,
+}
+
+impl TimeUnit {
+    /// The method's name.
+    pub fn method(self) -> &'static str {
+        match self {
+            TimeUnit::Sec => "to_sec",
+            TimeUnit::Nsec => "to_nsec",
+        }
+    }
+}
 
 /// One side of a comparison, or a bare condition.
 #[derive(Debug, Clone, PartialEq)]
@@ -27,6 +51,11 @@ pub enum Operand {
     Str(String),
     /// `true` or `false`.
     Bool(bool),
+    /// A time (a path to a `builtin_interfaces/Time` or `Duration`, or `t`)
+    /// converted: `header.stamp.to_sec()`.
+    Time(String, TimeUnit),
+    /// A number with a time unit, in nanoseconds (`100s`).
+    Duration(i128),
 }
 
 /// An operand and the column it starts at.
@@ -174,12 +203,83 @@ impl Parser {
             return Ok(inner);
         }
         let left = self.operand()?;
+        let negated = self.peek().kind == TokenKind::Not
+            && self.tokens.get(self.at + 1).map(|t| &t.kind) == Some(&TokenKind::In);
+        if negated || self.peek().kind == TokenKind::In {
+            if negated {
+                self.bump();
+            }
+            self.bump();
+            let any = self.list(&left)?;
+            return Ok(if negated {
+                Expr::Not(Box::new(any))
+            } else {
+                any
+            });
+        }
         let TokenKind::Cmp(op) = self.peek().kind else {
             return Ok(Expr::Bare(left));
         };
         self.bump();
         let right = self.operand()?;
         Ok(Expr::Compare { left, op, right })
+    }
+
+    /// `(a, b, ...)` or `[a, b, ...]` after `left in`: `left == a or ...`.
+    fn list(&mut self, left: &Spanned) -> Result<Expr, ExprError> {
+        let open = self.bump();
+        let close = match open.kind {
+            TokenKind::LParen => TokenKind::RParen,
+            TokenKind::LBracket => TokenKind::RBracket,
+            other => {
+                return Err(ExprError {
+                    column: open.column,
+                    kind: ExprErrorKind::Expected {
+                        expected: "a list after `in`: `(\"/a\", \"/b\")`".into(),
+                        found: other.describe(),
+                    },
+                })
+            }
+        };
+        let mut any: Option<Expr> = None;
+        loop {
+            if self.peek().kind == close && any.is_some() {
+                self.bump();
+                break;
+            }
+            let right = self.operand()?;
+            let eq = Expr::Compare {
+                left: left.clone(),
+                op: CmpOp::Eq,
+                right,
+            };
+            any = Some(match any {
+                None => eq,
+                Some(prev) => Expr::Or(Box::new(prev), Box::new(eq)),
+            });
+            let next = self.bump();
+            if next.kind == close {
+                break;
+            }
+            if next.kind != TokenKind::Comma {
+                return Err(ExprError {
+                    column: next.column,
+                    kind: ExprErrorKind::Expected {
+                        expected: format!(
+                            "`,` or {} to close the list at column {}",
+                            close.describe(),
+                            open.column
+                        ),
+                        found: next.kind.describe(),
+                    },
+                });
+            }
+        }
+        // The loop leaves only with at least one item.
+        any.ok_or(ExprError {
+            column: open.column,
+            kind: ExprErrorKind::Empty,
+        })
     }
 
     fn operand(&mut self) -> Result<Spanned, ExprError> {
@@ -190,11 +290,14 @@ impl Parser {
             TokenKind::Float(f) => Operand::Float(f),
             TokenKind::Str(s) => Operand::Str(s),
             TokenKind::Bool(b) => Operand::Bool(b),
+            TokenKind::Method(p, unit) => Operand::Time(p, unit),
+            TokenKind::Duration(ns) => Operand::Duration(ns),
             TokenKind::Minus => {
                 let n = self.bump();
                 match n.kind {
                     TokenKind::Int(i) => Operand::Int(-i),
                     TokenKind::Float(f) => Operand::Float(-f),
+                    TokenKind::Duration(ns) => Operand::Duration(-ns),
                     other => {
                         return Err(ExprError {
                             column: n.column,

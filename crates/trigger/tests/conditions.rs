@@ -352,3 +352,125 @@ fn each_field_is_resolved_once() {
     assert_eq!(paths, ["voltage", "current"]);
     assert_eq!(c.text(), "voltage < 12 or voltage > 15 or current > 2");
 }
+
+fn filter_compile(
+    types: &TypeTable,
+    topic: &str,
+    text: &str,
+) -> Result<Compiled, edgerec_trigger::ExprError> {
+    Condition::parse(text).and_then(|c| c.compile_in(types, &edgerec_trigger::Env::filter(topic)))
+}
+
+fn imu_at(sec: i32, nanosec: u32) -> Vec<u8> {
+    msg::imu(
+        Time { sec, nanosec },
+        "imu_link",
+        [0.0, 0.0, 0.0, 1.0],
+        [0.0; 3],
+        [1.5, 0.0, 9.81],
+        [[0.0; 9]; 3],
+    )
+}
+
+#[test]
+fn rosbag_filter_forms_topic_stamps_and_log_time() {
+    let imu = types("sensor_msgs/Imu");
+    let at = |sec| imu_at(sec, 500_000_000);
+    let holds = |text: &str, topic: &str, payload: &[u8], t: u64| {
+        filter_compile(&imu, topic, text)
+            .unwrap_or_else(|e| panic!("{text}: {e}"))
+            .holds_at(payload, t)
+            .unwrap()
+    };
+    // The seed's own expression, quotes and all.
+    let seed = "topic == '/camera/image_raw' and m.header.stamp.to_sec() > 100";
+    assert!(holds(seed, "/camera/image_raw", &at(100), 0), "100.5 > 100");
+    assert!(!holds(seed, "/camera/image_raw", &at(99), 0));
+    assert!(!holds(seed, "/imu", &at(100), 0));
+    // Settled by the topic alone: the other side is not even compiled,
+    // as Python does not evaluate it.
+    let c = filter_compile(&imu, "/tf", "topic == '/imu' and m.no_such_field > 1").unwrap();
+    assert_eq!(c.constant(), Some(false));
+    let c = filter_compile(&imu, "/imu", "topic in ('/a', \"/imu\")").unwrap();
+    assert_eq!(c.constant(), Some(true));
+    let c = filter_compile(&imu, "/imu", "topic not in ['/a', '/imu',]").unwrap();
+    assert_eq!(c.constant(), Some(false));
+    // Stamps as times in ns, against numbers with units.
+    assert!(holds("header.stamp > 100s", "/imu", &at(100), 0));
+    assert!(holds("header.stamp == 100500ms", "/imu", &at(100), 0));
+    assert!(holds(
+        "m.header.stamp.to_nsec() == 100500000000",
+        "/imu",
+        &at(100),
+        0
+    ));
+    assert!(!holds("header.stamp >= 100.6s", "/imu", &at(100), 0));
+    // The log time: t, t.to_sec(), t.to_nsec().
+    assert!(holds("t.to_sec() > 1.5", "/imu", &at(0), 1_600_000_000));
+    assert!(!holds("t.to_sec() > 1.5", "/imu", &at(0), 1_500_000_000));
+    assert!(holds(
+        "t >= 1500ms and t < 2s",
+        "/imu",
+        &at(0),
+        1_500_000_000
+    ));
+    assert!(holds("t.to_nsec() == 7", "/imu", &at(0), 7));
+    // `in` over numbers, and fields as before.
+    assert!(holds(
+        "m.linear_acceleration.x in (1, 1.5)",
+        "/imu",
+        &at(0),
+        0
+    ));
+    assert!(holds("header.frame_id == 'imu_link'", "/imu", &at(0), 0));
+}
+
+#[test]
+fn what_is_not_the_language_is_refused_by_column() {
+    let imu = types("sensor_msgs/Imu");
+    let err = |text: &str| filter_compile(&imu, "/imu", text).expect_err(text);
+    let e = err("__import__('os').system('rm -rf /')");
+    assert_eq!(e.column, 11);
+    assert!(
+        matches!(e.kind, ExprErrorKind::Call(ref f) if f == "__import__"),
+        "{e}"
+    );
+    assert!(e.to_string().contains("not Python"), "{e}");
+    let e = err("m.header.stamp.to_sec() > 1 and open('x')");
+    assert_eq!(e.column, 37);
+    let e = err("header.stamp > 100");
+    assert_eq!(e.column, 1);
+    assert!(e.to_string().contains("`header.stamp` is a time"), "{e}");
+    let e = err("linear_acceleration.x > 1s");
+    assert_eq!(e.column, 25);
+    assert!(
+        e.to_string().contains("`linear_acceleration.x` is not one"),
+        "{e}"
+    );
+    let e = err("m.no_such_field > 1");
+    assert_eq!(e.column, 3, "{e}");
+    assert!(
+        matches!(
+            e.kind,
+            ExprErrorKind::Path(PathErrorKind::UnknownField { .. })
+        ),
+        "{e}"
+    );
+    let e = err("header.frame_id.to_sec() > 1");
+    assert!(e.to_string().contains("is not a time"), "{e}");
+    let e = err("topic > '/a'");
+    assert!(matches!(e.kind, ExprErrorKind::Ordering { .. }), "{e}");
+    let e = err("topic == 3");
+    assert!(matches!(e.kind, ExprErrorKind::Mismatch { .. }), "{e}");
+    let e = err("topic in ('/a' '/b')");
+    assert_eq!(e.column, 16);
+    assert!(e.to_string().contains("`,` or `)`"), "{e}");
+    let e = err("x == 1.5ns");
+    assert!(matches!(e.kind, ExprErrorKind::BadNumber(_)), "{e}");
+    // Outside filter, `topic`, `t` and `m.` are plain field names.
+    let e = Condition::parse("topic == 'x'")
+        .unwrap()
+        .compile(&imu)
+        .unwrap_err();
+    assert!(matches!(e.kind, ExprErrorKind::Path(_)), "{e}");
+}

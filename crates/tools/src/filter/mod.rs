@@ -1,5 +1,6 @@
 //! `filter`: the part of a bag that matters, as a new bag: kept topics
-//! ([`topics`]) and a log-time window (`--start` inclusive, `--end`
+//! ([`topics`]), an expression over the messages' fields ([`expr`]) and a
+//! log-time window (`--start` inclusive, `--end`
 //! exclusive, as `mcap filter`), from an MCAP file or a rosbag2 bag
 //! directory into an MCAP file or a new bag directory ([`write`]).
 //!
@@ -10,6 +11,7 @@
 //! still complete and valid, and the damage is reported for the command to
 //! warn and end non-zero. The output is refused when it exists.
 
+pub mod expr;
 pub mod read;
 pub mod topics;
 pub mod write;
@@ -75,6 +77,8 @@ pub struct FilterOptions {
     pub to: Option<OutputKind>,
     /// The output's chunk compression (default: the input's).
     pub compression: Option<Compression>,
+    /// Keep only the messages this expression holds for ([`expr`]).
+    pub expression: Option<edgerec_trigger::Condition>,
 }
 
 /// What a filter wrote.
@@ -93,6 +97,11 @@ pub struct FilterReport {
     /// Where input files stopped being readable: each is a warning, and
     /// the command ends non-zero.
     pub damage: Vec<Damage>,
+    /// Messages the expression could not test (their bytes do not fit
+    /// their schema): not kept, a warning, and the command ends non-zero.
+    pub undecodable: u64,
+    /// The first of those, with why.
+    pub first_undecodable: Option<String>,
 }
 
 /// The chunk compression most of the input's chunks use (none when it has
@@ -182,15 +191,20 @@ pub fn filter(input: &Path, output: &Path, opts: &FilterOptions) -> Result<Filte
     };
     let mut out = write::McapOut::new(target, compression)?;
     let mut damage = Vec::new();
-    for file in &info.files {
-        match read::read_file(file, &scope, &mut out) {
-            Ok(Some(d)) => damage.push(d),
-            Ok(None) => {}
-            Err(e) => {
-                out.abandon();
-                return Err(e);
-            }
+    let (mut undecodable, mut first_undecodable) = (0, None);
+    let read = match &opts.expression {
+        None => read_all(&info.files, &scope, &mut out, &mut damage),
+        Some(condition) => {
+            let mut tested = expr::ExprSink::new(&mut out, condition);
+            let r = read_all(&info.files, &scope, &mut tested, &mut damage);
+            undecodable = tested.undecodable;
+            first_undecodable = tested.first_undecodable.take();
+            r
         }
+    };
+    if let Err(e) = read {
+        out.abandon();
+        return Err(e);
     }
     let topics = out.topic_counts();
     let bytes = out.bytes;
@@ -214,5 +228,21 @@ pub fn filter(input: &Path, output: &Path, opts: &FilterOptions) -> Result<Filte
         bytes,
         input_messages: info.messages,
         damage,
+        undecodable,
+        first_undecodable,
     })
+}
+
+fn read_all(
+    files: &[edgerec_format::info::FileEntry],
+    scope: &read::Scope<'_>,
+    sink: &mut dyn read::Sink,
+    damage: &mut Vec<Damage>,
+) -> Result<()> {
+    for file in files {
+        if let Some(d) = read::read_file(file, scope, sink)? {
+            damage.push(d);
+        }
+    }
+    Ok(())
 }

@@ -12,7 +12,7 @@
 //! damage is returned for the command to report. Memory is bounded by the
 //! largest chunk, whatever the file's size.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
@@ -34,8 +34,10 @@ pub(crate) trait Sink {
     fn begin_file(&mut self, path: &Path, profile: &str) -> Result<()>;
     /// A schema of the current file (channels refer to it by id).
     fn schema(&mut self, s: &Schema) -> Result<()>;
-    /// A kept channel of the current file.
-    fn channel(&mut self, c: &Channel) -> Result<()>;
+    /// A channel of the current file on a kept topic; `false` when the
+    /// sink wants none of its messages (an expression that can never hold
+    /// for it).
+    fn channel(&mut self, c: &Channel) -> Result<bool>;
     /// A kept message (of a channel handed over before).
     fn message(&mut self, m: &MessageRef<'_>) -> Result<()>;
     /// A Metadata record of the current file.
@@ -130,12 +132,9 @@ fn read_indexed(
     for s in summary.schemas.values() {
         sink.schema(s)?;
     }
-    let mut kept = BTreeSet::new();
+    let mut kept = Kept::new();
     for c in summary.channels.values() {
-        if scope.topics.admits(&c.topic) {
-            sink.channel(c)?;
-            kept.insert(c.id);
-        }
+        admit_channel(c, &mut kept, scope, sink)?;
     }
     for (name, map) in &summary.metadata_records {
         sink.metadata(name, map)?;
@@ -146,7 +145,7 @@ fn read_indexed(
         .filter(|c| {
             scope.overlaps(c.message_start_time, c.message_end_time)
                 && (c.message_index_offsets.is_empty()
-                    || c.message_index_offsets.keys().any(|k| kept.contains(k)))
+                    || c.message_index_offsets.keys().any(|k| wanted(&kept, *k)))
         })
         .collect();
     chunks.sort_by_key(|c| c.chunk_start_offset);
@@ -199,7 +198,7 @@ fn chunk(
     path: &Path,
     at: u64,
     body: &[u8],
-    kept: &mut BTreeSet<u16>,
+    kept: &mut Kept,
     scope: &Scope<'_>,
     sink: &mut dyn Sink,
     linear: bool,
@@ -229,7 +228,7 @@ fn chunk(
                     Ok(m) => m,
                     Err(e) => return bad("a message", e),
                 };
-                if kept.contains(&m.channel_id) && scope.admits_time(m.log_time) {
+                if wanted(kept, m.channel_id) && scope.admits_time(m.log_time) {
                     sink.message(&m)?;
                 }
             }
@@ -247,15 +246,23 @@ fn chunk(
     Ok(None)
 }
 
-/// Hands a channel met front to back to the sink (once) when it is kept.
+/// Each channel met in a file and whether its messages are wanted.
+type Kept = BTreeMap<u16, bool>;
+
+fn wanted(kept: &Kept, id: u16) -> bool {
+    kept.get(&id).copied().unwrap_or(false)
+}
+
+/// Decides a channel once (front to back, a chunk may repeat it): kept
+/// when its topic is and the sink wants it.
 fn admit_channel(
     c: &Channel,
-    kept: &mut BTreeSet<u16>,
+    kept: &mut Kept,
     scope: &Scope<'_>,
     sink: &mut dyn Sink,
 ) -> Result<()> {
-    if scope.topics.admits(&c.topic) && kept.insert(c.id) {
-        sink.channel(c)?;
+    if let std::collections::btree_map::Entry::Vacant(slot) = kept.entry(c.id) {
+        slot.insert(scope.topics.admits(&c.topic) && sink.channel(c)?);
     }
     Ok(())
 }
@@ -285,7 +292,7 @@ fn read_linear(
     }
     let mut rr = RecordReader::new(r, MAGIC.len() as u64);
     let mut begun = false;
-    let mut kept = BTreeSet::new();
+    let mut kept = Kept::new();
     let ended = |at: u64, what: String| -> Option<Damage> {
         Some(damage(
             path,
@@ -335,7 +342,7 @@ fn read_linear(
             },
             op::MESSAGE => match records::parse_message(&rec.body) {
                 Ok(m) => {
-                    if kept.contains(&m.channel_id) && scope.admits_time(m.log_time) {
+                    if wanted(&kept, m.channel_id) && scope.admits_time(m.log_time) {
                         sink.message(&m)?;
                     }
                 }

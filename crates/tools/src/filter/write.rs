@@ -282,7 +282,7 @@ impl Sink for McapOut {
         Ok(())
     }
 
-    fn channel(&mut self, c: &Channel) -> Result<()> {
+    fn channel(&mut self, c: &Channel) -> Result<bool> {
         let schema_id = if c.schema_id == 0 {
             0
         } else {
@@ -329,7 +329,7 @@ impl Sink for McapOut {
             }
         };
         self.in_channels.insert(c.id, id);
-        Ok(())
+        Ok(true)
     }
 
     fn message(&mut self, m: &MessageRef<'_>) -> Result<()> {

@@ -77,17 +77,7 @@ fn topics_and_window_of_a_converted_bag_directory_read_back_by_rosbags_and_mcap(
         return;
     };
     let work = scratch("filter-dir");
-    let src = work.join("src_ros2");
-    let r = tools([
-        "convert",
-        "--to",
-        "ros2",
-        "--compression",
-        "zstd",
-        s(&dir.join("lz4.bag")),
-        s(&src),
-    ]);
-    assert!(r.status.success(), "{}", stderr(&r));
+    let src = converted(dir, &work);
     let all = cat_json(&src);
     let t0 = all.iter().map(|m| m.log_time).min().unwrap();
     let t1 = all.iter().map(|m| m.log_time).max().unwrap();
@@ -172,6 +162,125 @@ fn topics_and_window_of_a_converted_bag_directory_read_back_by_rosbags_and_mcap(
         &select(&all, &others, 0, u64::MAX),
         "cat of the excluded rest",
     );
+}
+
+/// Debian's rosbag's generated `lz4.bag` as a rosbag2 directory (zstd):
+/// /camera/image, /chatter, /imu, /tf, /tf_static.
+fn converted(generated: &Path, work: &Path) -> PathBuf {
+    let src = work.join("src_ros2");
+    let r = tools([
+        "convert",
+        "--to",
+        "ros2",
+        "--compression",
+        "zstd",
+        s(&generated.join("lz4.bag")),
+        s(&src),
+    ]);
+    assert!(r.status.success(), "{}", stderr(&r));
+    src
+}
+
+/// A decoded message's `header.stamp` in seconds, as rospy's `to_sec()`.
+fn stamp_secs(m: &Decoded) -> Option<f64> {
+    let st = m.message.get("header")?.get("stamp")?;
+    Some(st["sec"].as_f64()? + st["nanosec"].as_f64()? / 1e9)
+}
+
+#[test]
+fn expressions_keep_what_they_hold_for_and_refuse_what_is_not_the_language() {
+    let (Some(dir), Some(py)) = (generated(), venv()) else {
+        return;
+    };
+    let work = scratch("filter-expr");
+    let src = converted(dir, &work);
+    let all = cat_json(&src);
+    let mut imu: Vec<f64> = all
+        .iter()
+        .filter(|m| m.topic == "/imu")
+        .filter_map(stamp_secs)
+        .collect();
+    imu.sort_by(f64::total_cmp);
+    let threshold = imu[imu.len() / 3];
+    let log_cut = all[all.len() / 2].log_time;
+    // The seed's form, a time literal, a list and the log time.
+    let text = format!(
+        "(topic == '/imu' and m.header.stamp.to_sec() > {threshold}) or (topic in (\"/tf\", '/camera/image') and t < {log_cut}ns)"
+    );
+    let want: Vec<Decoded> = all
+        .iter()
+        .filter(|m| {
+            (m.topic == "/imu" && stamp_secs(m).is_some_and(|x| x > threshold))
+                || ((m.topic == "/tf" || m.topic == "/camera/image") && m.log_time < log_cut)
+        })
+        .cloned()
+        .collect();
+    assert!(want.iter().any(|m| m.topic == "/imu") && want.iter().any(|m| m.topic == "/tf"));
+    let out = work.join("expr");
+    let r = run(&[s(&src), s(&out), &text]);
+    assert!(r.status.success(), "{}", stderr(&r));
+    assert_same(&cat_json(&out), &want, "cat of the expression's output");
+    assert_same(
+        &reader_decodes(&py, "rosbags", &out),
+        &want,
+        "rosbags of the expression's output",
+    );
+    // With --topics and a window the expression tests what they keep.
+    let out = work.join("stamp.mcap");
+    let ns = (threshold * 1e9) as u64;
+    let r = run(&[
+        s(&src),
+        s(&out),
+        &format!("header.stamp >= {ns}ns"),
+        "--topics",
+        "/imu",
+        "/camera/image",
+    ]);
+    assert!(r.status.success(), "{}", stderr(&r));
+    let want: Vec<Decoded> = all
+        .iter()
+        .filter(|m| {
+            (m.topic == "/imu" || m.topic == "/camera/image")
+                && m.message["header"]["stamp"]["sec"].as_u64().unwrap() * 1_000_000_000
+                    + m.message["header"]["stamp"]["nanosec"].as_u64().unwrap()
+                    >= ns
+        })
+        .cloned()
+        .collect();
+    assert_same(&cat_json(&out), &want, "header.stamp >= ns");
+
+    // Refused, with the column and a caret, and nothing written.
+    let bad = work.join("bad");
+    for (text, says) in [
+        (
+            "__import__('os').system('ls')",
+            "at column 11: `__import__(` is a call",
+        ),
+        (
+            "topic == '/imu' and m.header.nope > 1",
+            "(on /imu, of type sensor_msgs/msg/Imu): at column 30: unknown field `nope`",
+        ),
+        (
+            "topic == '/imu' and m.header.frame_id > 1",
+            "at column 21: comparing a string field with a number",
+        ),
+        (
+            "topic == '/imu' and m.header.stamp > 100",
+            "at column 21: `m.header.stamp` is a time",
+        ),
+        (
+            "m.header.stamp > 100s",
+            "at column 3: unknown field `header`",
+        ),
+        ("topic == '/imu' and", "at column 20: expected a field"),
+    ] {
+        let r = run(&[s(&src), s(&bad), text]);
+        assert_eq!(r.status.code(), Some(2), "{text}: {}", stderr(&r));
+        let e = stderr(&r);
+        assert!(e.contains(says), "{text}: {e}");
+        assert!(e.contains(&format!("\n    {text}\n")), "{text}: {e}");
+        assert!(!bad.exists(), "{text} left the output");
+    }
 }
 
 fn regex_escape(t: &str) -> String {
