@@ -246,6 +246,20 @@ ensure_ros1_python() {
 }
 
 # A rustup target's standard library.
+# Nightly Rust and cargo-fuzz (pinned), for scripts/fuzz.
+ensure_cargo_fuzz() {
+    command -v rustup >/dev/null 2>&1 || { echo "fuzzing needs rustup (nightly Rust)" >&2; exit 1; }
+    rustup toolchain list | grep -q '^nightly' || {
+        log "rustup toolchain install nightly"
+        rustup toolchain install nightly --profile minimal
+    }
+    local version=0.13.2
+    if ! cargo fuzz --version 2>/dev/null | grep -q "$version"; then
+        log "cargo install cargo-fuzz $version"
+        cargo install cargo-fuzz --version "$version" --locked
+    fi
+}
+
 ensure_rust_target() { # ensure_rust_target TRIPLE
     rustup target list --installed 2>/dev/null | grep -qx "$1" && return 0
     command -v rustup >/dev/null 2>&1 || {
