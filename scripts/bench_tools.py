@@ -29,6 +29,15 @@ included), its output thrown away:
   cat/rosbag      the same edgerec-tools cat
                   against a Debian rosbag read_messages() loop (every
                   message deserialized by genpy)
+  filter          edgerec-tools filter BAG OUT.bag EXPR
+                  against Debian's rosbag filter BAG OUT2.bag EXPR, EXPR
+                  the seed's form, keeping the second half of the main
+                  topic: "topic == '/camera/image' and
+                  m.header.stamp.to_sec() > MID" on the images bag (the
+                  Imu left out), "topic == '/imu' and ..." on the small
+                  one; both write an uncompressed ROS 1 bag. edgerec's
+                  peak RSS (the process's maximum resident set) is
+                  reported too.
 
 The Python loops only deserialize; edgerec-tools cat also prints every
 message as JSON (an image is about 3.5 MB of text), so the cat ratios are
@@ -41,6 +50,10 @@ reproduce each number.
 
 usage: bench_tools.py [--short] [--rounds N] [--bin PATH] [--json FILE]
                       [--dir DIR] [--compression none|lz4]
+                      [--kind images|small] [--images N] [--only WHAT]
+
+--images N writes N images (and 125 Imu each) instead (2200: a 2 GB bag);
+--only filter|convert|info|cat (repeatable) runs only those pairs.
 
 --bin defaults to target/release/edgerec-tools (under CARGO_TARGET_DIR when
 set), built with `cargo build --release -p edgerec-tools --bin
@@ -89,12 +102,14 @@ BASE_SEC = 1_700_000_000
 
 # --- run by /usr/bin/python3 -------------------------------------------------
 
-def make_bag(path, short, compression, kind="images"):
+def make_bag(path, short, compression, kind="images", images_override=0):
     import genpy
     import rosbag
     from sensor_msgs.msg import Image, Imu
 
     images, imu_per_image = SIZES[(kind, short)]
+    if images_override:
+        images = images_override
     size = WIDTH * HEIGHT * 3
     # A gradient with noise in its low 4 bits, as a camera's: lz4 gets
     # little out of it, so --compression lz4 leaves the bag's size alike.
@@ -180,6 +195,28 @@ def timed(cmd, cleanup=None):
     return dt
 
 
+def unlink(path):
+    def go():
+        Path(path).unlink(missing_ok=True)
+    return go
+
+
+def timed_rss(cmd, cleanup=None):
+    """Wall seconds and peak RSS (KiB) of cmd, output thrown away; exits on
+    failure."""
+    if cleanup:
+        cleanup()
+    t0 = time.monotonic()
+    p = subprocess.Popen([str(c) for c in cmd], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    err = p.stderr.read() if p.stderr else ""
+    _pid, status, usage = os.wait4(p.pid, 0)
+    dt = time.monotonic() - t0
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode != 0:
+        raise SystemExit(f"bench_tools: `{q(cmd)}` exited {p.returncode}: {err[-2000:]}")
+    return dt, usage.ru_maxrss
+
+
 def rmtree(path):
     def go():
         shutil.rmtree(path, ignore_errors=True)
@@ -218,7 +255,7 @@ def bench_bag(a, tools, kind):
     work = Path(a.dir).resolve()
     work.mkdir(parents=True, exist_ok=True)
     bag = work / f"bench-{kind}.bag"
-    make = [DEBIAN_PY, SELF, "--make-bag", bag, "--kind", kind, "--compression", a.compression] + (["--short"] if a.short else [])
+    make = [DEBIAN_PY, SELF, "--make-bag", bag, "--kind", kind, "--compression", a.compression] + (["--short"] if a.short else []) + (["--images", str(a.images)] if a.images else [])
     print(f"==> writing the bench bag: {q(make)}", file=sys.stderr, flush=True)
     bag.unlink(missing_ok=True)
     t0 = time.monotonic()
@@ -226,9 +263,17 @@ def bench_bag(a, tools, kind):
     print(f"==> {bag}: {bag.stat().st_size / 1e6:.1f} MB in {time.monotonic() - t0:.1f} s", file=sys.stderr, flush=True)
     mb = bag.stat().st_size / 1e6
     images, per = SIZES[(kind, a.short)]
+    if a.images:
+        images = a.images
     out, out2 = work / "edgerec-ros2", work / "rosbags-ros2"
 
     edgerec_cat = [tools, "cat", bag, "--json"]
+    # The second half of the main topic, by header stamp, rosbag filter's way.
+    period_ns = 1_000_000_000 // 30
+    mid = BASE_SEC + images * period_ns / 2 / 1e9
+    topic = "/camera/image" if kind == "images" else "/imu"
+    expr = f"topic == '{topic}' and m.header.stamp.to_sec() > {mid}"
+    f_out, f_out2 = work / "edgerec-filtered.bag", work / "rosbag-filtered.bag"
     pairs = [
         ("convert --to ros2", "rosbags-convert (mcap)",
          ([tools, "convert", "--to", "ros2", "--compression", "none", bag, out], rmtree(out)),
@@ -242,11 +287,18 @@ def bench_bag(a, tools, kind):
         ("cat --json", "rosbag read_messages loop",
          (edgerec_cat, None),
          ([DEBIAN_PY, SELF, "--read", "rosbag", bag], None)),
+        ("filter EXPR", "rosbag filter EXPR",
+         ([tools, "filter", bag, f_out, expr], unlink(f_out)),
+         ([ROSBAG, "filter", bag, f_out2, expr], unlink(f_out2))),
     ]
+    if a.only:
+        pairs = [p for p in pairs if p[0].split()[0] in a.only]
     secs = {i: ([], []) for i in range(len(pairs))}
+    rss = {}
     for rnd in range(rounds):
         for i, (what, other, (ecmd, eclean), (ocmd, oclean)) in enumerate(pairs):
-            e = timed(ecmd, eclean)
+            e, peak = timed_rss(ecmd, eclean)
+            rss[i] = max(rss.get(i, 0), peak)
             o = timed(ocmd, oclean)
             secs[i][0].append(e)
             secs[i][1].append(o)
@@ -254,6 +306,8 @@ def bench_bag(a, tools, kind):
                               "edgerec_s": round(e, 3), "other_s": round(o, 3)}), flush=True)
     rmtree(out)()
     rmtree(out2)()
+    unlink(f_out)()
+    unlink(f_out2)()
 
     comp = "lz4 chunks" if a.compression == "lz4" else "uncompressed"
     print()
@@ -261,13 +315,15 @@ def bench_bag(a, tools, kind):
     print(f"bag: {bag}, {mb:.1f} MB, {n_img + images * per:,} messages ({n_img:,} sensor_msgs/Image "
           f"{WIDTH}x{HEIGHT} rgb8, {images * per:,} sensor_msgs/Imu), {comp}; "
           f"median of {rounds} round{'s' if rounds > 1 else ''}; MB/s = bag MB / wall s")
-    print(f"{'edgerec-tools':<20} {'MB/s':>9}  {'other':<27} {'MB/s':>9} {'edgerec/other':>14}")
+    print(f"filter: {expr}")
+    print(f"{'edgerec-tools':<20} {'MB/s':>9}  {'other':<27} {'MB/s':>9} {'edgerec/other':>14} {'edgerec peak RSS':>17}")
     results = []
     for i, (what, other, (ecmd, _), (ocmd, _)) in enumerate(pairs):
         e_s, o_s = statistics.median(secs[i][0]), statistics.median(secs[i][1])
         e_r, o_r = mb / e_s, mb / o_s
-        print(f"{what:<20} {e_r:>9.1f}  {other:<27} {o_r:>9.1f} {e_r / o_r:>13.2f}x")
+        print(f"{what:<20} {e_r:>9.1f}  {other:<27} {o_r:>9.1f} {e_r / o_r:>13.2f}x {rss[i] / 1024:>13.1f} MiB")
         results.append({"bag": kind, "edgerec": what, "other": other, "edgerec_mb_s": round(e_r, 2),
+                        "edgerec_peak_rss_kib": rss[i],
                         "other_mb_s": round(o_r, 2), "ratio": round(e_r / o_r, 3),
                         "edgerec_s": secs[i][0], "other_s": secs[i][1],
                         "edgerec_cmd": q(ecmd), "other_cmd": q(ocmd)})
@@ -296,11 +352,14 @@ def main():
     ap.add_argument("--compression", choices=("none", "lz4"), default="none")
     ap.add_argument("--kind", action="append", choices=("images", "small"),
                     help="which bag (repeat; default both): images (camera + Imu) or small (Imu only)")
+    ap.add_argument("--images", type=int, default=0, help="images in the images bag (2200: about 2 GB)")
+    ap.add_argument("--only", action="append", choices=("convert", "info", "cat", "filter"),
+                    help="only these pairs (repeat; default all)")
     ap.add_argument("--make-bag", metavar="BAG", help=argparse.SUPPRESS)
     ap.add_argument("--read", nargs=2, metavar=("READER", "BAG"), help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.make_bag:
-        make_bag(a.make_bag, a.short, a.compression, (a.kind or ["images"])[0])
+        make_bag(a.make_bag, a.short, a.compression, (a.kind or ["images"])[0], a.images)
         return 0
     a.kind = a.kind or ["images", "small"]
     if a.read:

@@ -99,19 +99,58 @@ pub use values::{
 };
 pub use voltage::{VoltageProfile, VoltageProfileError, VoltageStep};
 
+/// The largest configuration file read: far more than any real one (the
+/// shipped ones are a few KiB), so a wrong path (a log, a device, an image)
+/// fails at once instead of being read into memory.
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
 impl Config {
     /// Reads and validates the configuration file at `path`.
     ///
     /// A file that cannot be read is a [`ConfigError`] naming the path and
-    /// the operating system's error, with no line.
+    /// the operating system's error, with no line; so is one that is not a
+    /// regular file (a FIFO would block, a device never end), one longer
+    /// than [`MAX_CONFIG_BYTES`] (nothing past that is read) and one that
+    /// is not UTF-8 (naming the byte).
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|err| ConfigError {
+        let fail = |message: String| ConfigError {
             path: path.to_path_buf(),
             line: None,
             column: None,
             key: None,
-            message: format!("cannot read the configuration: {err}"),
+            message,
             hint: None,
+        };
+        let read = || -> std::io::Result<Result<Vec<u8>, String>> {
+            let f = std::fs::File::open(path)?;
+            let meta = f.metadata()?;
+            if !meta.is_file() {
+                return Ok(Err(format!(
+                    "cannot read the configuration: not a regular file ({}); give the path of the TOML file",
+                    if meta.is_dir() { "a directory" } else { "a device, FIFO or socket" }
+                )));
+            }
+            let mut text = Vec::new();
+            std::io::Read::read_to_end(
+                &mut std::io::Read::take(f, MAX_CONFIG_BYTES + 1),
+                &mut text,
+            )?;
+            if text.len() as u64 > MAX_CONFIG_BYTES {
+                return Ok(Err(format!(
+                    "the configuration is larger than {} KiB: is this the right file? (a configuration is a few KiB of TOML)",
+                    MAX_CONFIG_BYTES / 1024
+                )));
+            }
+            Ok(Ok(text))
+        };
+        let bytes = read()
+            .map_err(|err| fail(format!("cannot read the configuration: {err}")))?
+            .map_err(fail)?;
+        let text = String::from_utf8(bytes).map_err(|e| {
+            fail(format!(
+                "the configuration is not UTF-8 text (byte {} is not); save it as UTF-8",
+                e.utf8_error().valid_up_to()
+            ))
         })?;
         Config::parse(&text, path)
     }

@@ -16,7 +16,10 @@
 //! for each bad sequence) rather than refused, since publishers do send
 //! Latin-1 in `frame_id`s. Strings are read without their trailing NUL;
 //! bounds of `string<=N` and `T[<=N]` are not checked on read; a `bool`
-//! byte other than 0 reads as `true`.
+//! byte other than 0 reads as `true`. A path resolved against a ROS 1
+//! table ([`crate::msgtype::Dialect::Ros1`], a bag connection's
+//! definition) reads ROS 1 serialization the same way: packed, little
+//! endian, no header, strings without a NUL.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -35,7 +38,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::msgtype::{Arity, FieldKind, FieldType, Primitive, TypeId, TypeTable};
+use crate::msgtype::{Arity, Dialect, FieldKind, FieldType, Primitive, TypeId, TypeTable};
 pub use crate::value::{Value, ValueKind};
 pub use crate::wire::ReadError;
 use crate::wire::WireCursor;
@@ -309,9 +312,14 @@ impl FieldPath {
         &self.types
     }
 
-    /// Reads the field from one CDR payload (encapsulation header first).
+    /// Reads the field from one payload: CDR (encapsulation header first)
+    /// for a ROS 2 table, ROS 1 serialization (packed, little endian) for
+    /// a [`Dialect::Ros1`] one.
     pub fn read<'a>(&self, payload: &'a [u8]) -> Result<Value<'a>, ReadError> {
-        let mut cur = WireCursor::cdr(payload)?;
+        let mut cur = match self.types.dialect() {
+            Dialect::Ros2 => WireCursor::cdr(payload)?,
+            Dialect::Ros1 => WireCursor::ros1(payload),
+        };
         for step in &self.steps {
             match *step {
                 Step::Field { ty, index } => {

@@ -98,10 +98,10 @@ pub struct ConvertArgs {
 /// `filter`.
 #[derive(clap::Args, Debug, Clone)]
 pub struct FilterArgs {
-    /// An .mcap file or a rosbag2 bag directory.
+    /// A ROS 1 .bag, an .mcap file or a rosbag2 bag directory.
     pub input: PathBuf,
-    /// The output: an .mcap file, or (any other name) a new rosbag2 bag
-    /// directory; `--to` overrides the name.
+    /// The output: a ROS 1 .bag, an .mcap file, or (any other name) a new
+    /// rosbag2 bag directory; `--to` overrides the name.
     pub output: PathBuf,
     /// Keep only the messages this holds for: the trigger rule language
     /// over the message's fields, `topic` and `t` (the log time), with
@@ -127,11 +127,12 @@ pub struct FilterArgs {
     /// Keep messages logged before this time (exclusive), as `--start`.
     #[arg(long)]
     pub end: Option<String>,
-    /// The output's kind: `mcap` (one file) or `dir` (a rosbag2 bag
-    /// directory); default from the output's name.
+    /// The output's kind: `bag` (ROS 1), `mcap` (one file) or `dir` (a
+    /// rosbag2 bag directory); default from the output's name.
     #[arg(long)]
     pub to: Option<String>,
-    /// Chunk compression of the output (default: the input's).
+    /// Chunk compression of an MCAP output (default: the input's; a ROS 1
+    /// bag is written uncompressed, as rosbag writes).
     #[arg(long, value_parser = ["none", "zstd", "lz4"])]
     pub compression: Option<String>,
 }

@@ -9,7 +9,8 @@
 //! moved to the right (`12 > voltage` is `voltage < 12`).
 //!
 //! Times: a path to a `builtin_interfaces/Time` or `Duration` (a header's
-//! `stamp`) is a time in nanoseconds, compared with a number that has a
+//! `stamp`), or to ROS 1's built-in `time` or `duration`, is a time in
+//! nanoseconds, compared with a number that has a
 //! unit (`header.stamp > 1700000000.5s`); `.to_sec()` makes it seconds
 //! (floating point, as rospy's `to_sec()`), `.to_nsec()` nanoseconds (an
 //! integer), both compared with plain numbers. An [`Env`] adds what
@@ -491,17 +492,23 @@ impl Compiler {
         let (path, column) = self.unprefixed(text, column);
         match FieldPath::resolve(&self.types, &path) {
             Err(e) => match &e.kind {
-                PathErrorKind::EndsOnMessage { type_name, .. }
-                    if matches!(
-                        type_name.as_str(),
-                        "builtin_interfaces/msg/Time"
-                            | "builtin_interfaces/msg/Duration"
-                            | "builtin_interfaces/Time"
-                            | "builtin_interfaces/Duration"
-                    ) =>
-                {
-                    let sec = self.field(&format!("{path}.sec"), column)?;
-                    let nanosec = self.field(&format!("{path}.nanosec"), column)?;
+                PathErrorKind::EndsOnMessage {
+                    type_name, fields, ..
+                } => {
+                    // ROS 2's builtin_interfaces Time and Duration; ROS 1's
+                    // built-in time and duration.
+                    let name = type_name.rsplit('/').next().unwrap_or("");
+                    let (s, ns) = match (name, fields.as_slice()) {
+                        ("Time" | "Duration", [a, b]) if a == "sec" && b == "nanosec" => {
+                            ("sec", "nanosec")
+                        }
+                        ("time" | "duration", [a, b]) if a == "secs" && b == "nsecs" => {
+                            ("secs", "nsecs")
+                        }
+                        _ => return Ok(None),
+                    };
+                    let sec = self.field(&format!("{path}.{s}"), column)?;
+                    let nanosec = self.field(&format!("{path}.{ns}"), column)?;
                     Ok(Some(Clock::Stamp { sec, nanosec }))
                 }
                 _ => Ok(None),

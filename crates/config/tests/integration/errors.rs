@@ -593,6 +593,42 @@ fn invalid_session_prefix() {
 }
 
 #[test]
+fn a_directory_a_device_a_huge_file_or_binary_is_refused_naming_it() {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("config-load");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let d = dir.as_path();
+    let err = Config::load(d).unwrap_err();
+    assert_eq!(err.path, d);
+    assert!(
+        err.message.contains("not a regular file (a directory)"),
+        "{err}"
+    );
+    let err = Config::load(Path::new("/dev/zero")).unwrap_err();
+    assert!(
+        err.message.contains("not a regular file (a device"),
+        "{err}"
+    );
+    let big = d.join("big.toml");
+    let mut text = String::from("# padding\n");
+    while (text.len() as u64) <= edgerec_config::MAX_CONFIG_BYTES {
+        text.push_str("# ................................................................\n");
+    }
+    std::fs::write(&big, &text).unwrap();
+    let err = Config::load(&big).unwrap_err();
+    assert_eq!(err.path, big);
+    assert!(err.message.contains("larger than 1024 KiB"), "{err}");
+    let bin = d.join("bin.toml");
+    std::fs::write(&bin, b"[recording]\nroot = \"/data\xff\"\n").unwrap();
+    let err = Config::load(&bin).unwrap_err();
+    assert!(
+        err.message.contains("not UTF-8 text (byte 25 is not)"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("bin.toml"), "{err}");
+}
+
+#[test]
 fn unreadable_file() {
     let path = Path::new("/nonexistent/edgerec.toml");
     let err = Config::load(path).unwrap_err();

@@ -86,8 +86,8 @@ complete -c edgerec -n "__fish_edgerec_using_subcommand filter" -l regex -d 'Kee
 complete -c edgerec -n "__fish_edgerec_using_subcommand filter" -l exclude -d 'Drop the topics this regular expression matches, whole; repeatable' -r
 complete -c edgerec -n "__fish_edgerec_using_subcommand filter" -l start -d 'Keep messages logged at or after this time: seconds since the epoch (`1700000000.5`), nanoseconds (`1700000000500000000ns`), RFC 3339 (`2023-11-14T22:13:20.5Z`) or after the bag\'s first message (`+12.5s`)' -r
 complete -c edgerec -n "__fish_edgerec_using_subcommand filter" -l end -d 'Keep messages logged before this time (exclusive), as `--start`' -r
-complete -c edgerec -n "__fish_edgerec_using_subcommand filter" -l to -d 'The output\'s kind: `mcap` (one file) or `dir` (a rosbag2 bag directory); default from the output\'s name' -r
-complete -c edgerec -n "__fish_edgerec_using_subcommand filter" -l compression -d 'Chunk compression of the output (default: the input\'s)' -r -f -a "none\t''
+complete -c edgerec -n "__fish_edgerec_using_subcommand filter" -l to -d 'The output\'s kind: `bag` (ROS 1), `mcap` (one file) or `dir` (a rosbag2 bag directory); default from the output\'s name' -r
+complete -c edgerec -n "__fish_edgerec_using_subcommand filter" -l compression -d 'Chunk compression of an MCAP output (default: the input\'s; a ROS 1 bag is written uncompressed, as rosbag writes)' -r -f -a "none\t''
 zstd\t''
 lz4\t''"
 complete -c edgerec -n "__fish_edgerec_using_subcommand filter" -s h -l help -d 'Print help'

@@ -9,7 +9,8 @@
 //! expression can never keep is dropped whole (its chunks are not even
 //! read when nothing else in them is kept) and one it always keeps is
 //! copied without a test. Otherwise each message is tested by reading only
-//! the fields the expression names from its CDR bytes, skipping the rest.
+//! the fields the expression names from its bytes (CDR, or ROS 1
+//! serialization for a ROS 1 definition), skipping the rest.
 //! A message whose bytes do not fit its schema is not kept and is counted.
 
 use std::collections::BTreeMap;
@@ -31,8 +32,8 @@ enum Test {
 }
 
 /// The expression, in front of `inner`.
-pub(crate) struct ExprSink<'a, S: Sink> {
-    inner: &'a mut S,
+pub(crate) struct ExprSink<'a> {
+    inner: &'a mut dyn Sink,
     condition: &'a Condition,
     schemas: BTreeMap<u16, Schema>,
     tests: BTreeMap<u16, Test>,
@@ -42,9 +43,9 @@ pub(crate) struct ExprSink<'a, S: Sink> {
     pub first_undecodable: Option<String>,
 }
 
-impl<'a, S: Sink> ExprSink<'a, S> {
+impl<'a> ExprSink<'a> {
     /// Tests what reaches `inner` with `condition`.
-    pub fn new(inner: &'a mut S, condition: &'a Condition) -> Self {
+    pub fn new(inner: &'a mut dyn Sink, condition: &'a Condition) -> Self {
         ExprSink {
             inner,
             condition,
@@ -75,24 +76,24 @@ impl<'a, S: Sink> ExprSink<'a, S> {
             (Some("ros1msg"), "ros1" | "ros") => Some(Dialect::Ros1),
             _ => None,
         };
-        // Without a definition the expression still settles `topic`: an
-        // empty type has no fields, so any field it names is refused.
-        let table = match (schema, dialect) {
+        // Without a usable definition the expression still settles
+        // `topic` and reads `t`: an empty type has no fields, so any field
+        // it names is refused, naming the type.
+        let parsed = match (schema, dialect) {
             (Some(s), Some(d)) => {
-                let text = String::from_utf8_lossy(&s.data);
-                TypeTable::parse_with(&s.name, &text, d).map_err(|e| ToolError::Definition {
-                    topic: c.topic.clone(),
-                    type_name: s.name.clone(),
-                    why: e.to_string(),
-                })?
+                TypeTable::parse_with(&s.name, &String::from_utf8_lossy(&s.data), d).ok()
             }
-            _ => TypeTable::parse_with(type_name, "", Dialect::Ros1).map_err(|e| {
-                ToolError::Definition {
+            _ => None,
+        };
+        let table = match parsed {
+            Some(t) => t,
+            None => TypeTable::parse_with(type_name, "", Dialect::Ros1)
+                .or_else(|_| TypeTable::parse_with("unknown/Undefined", "", Dialect::Ros1))
+                .map_err(|e| ToolError::Definition {
                     topic: c.topic.clone(),
                     type_name: type_name.to_owned(),
                     why: e.to_string(),
-                }
-            })?,
+                })?,
         };
         let compiled = self
             .condition
@@ -101,18 +102,14 @@ impl<'a, S: Sink> ExprSink<'a, S> {
         match compiled.constant() {
             Some(true) => Ok(Some(Test::All)),
             Some(false) => Ok(None),
-            None if dialect == Some(Dialect::Ros2) || compiled.fields().is_empty() => {
-                Ok(Some(Test::Each(Box::new(compiled))))
-            }
-            None => Err(ToolError::Usage(format!(
-                "the expression reads fields of {} ({type_name}, {} messages): fields are read from ROS 2 (CDR) messages only; `topic` and `t` work on any",
-                c.topic, c.message_encoding
-            ))),
+            // Without a definition the empty table refused every field
+            // above: what is left reads `t` alone.
+            None => Ok(Some(Test::Each(Box::new(compiled)))),
         }
     }
 }
 
-impl<S: Sink> Sink for ExprSink<'_, S> {
+impl Sink for ExprSink<'_> {
     fn begin_file(&mut self, path: &Path, profile: &str) -> Result<()> {
         self.schemas.clear();
         self.tests.clear();

@@ -1,8 +1,9 @@
 //! `filter`: the part of a bag that matters, as a new bag: kept topics
 //! ([`topics`]), an expression over the messages' fields ([`expr`]) and a
-//! log-time window (`--start` inclusive, `--end`
-//! exclusive, as `mcap filter`), from an MCAP file or a rosbag2 bag
-//! directory into an MCAP file or a new bag directory ([`write`]).
+//! log-time window (`--start` inclusive, `--end` exclusive, as `mcap
+//! filter`), from a ROS 1 bag, an MCAP file or a rosbag2 bag directory
+//! into an MCAP file or a new bag directory ([`write`]) or a ROS 1 bag
+//! ([`ros1`]).
 //!
 //! Streaming: one input chunk and one output chunk in memory at a time,
 //! whatever the input's size. Chunks that cannot hold a kept message (by
@@ -13,14 +14,18 @@
 
 pub mod expr;
 pub mod read;
+pub mod ros1;
 pub mod topics;
 pub mod write;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::File;
+use std::io::BufReader;
 use std::path::{Path, PathBuf};
 
 use edgerec_format::chunk::Compression;
-use edgerec_format::info::FileState;
+use edgerec_format::info::{BagInfo, FileState};
+use edgerec_rosbag1::Bag;
 
 use crate::error::{Result, ToolError};
 use crate::open::{kind, Kind};
@@ -41,7 +46,7 @@ pub enum OutputKind {
 }
 
 impl OutputKind {
-    /// `--to`'s value: `mcap`, `dir` or `bag`.
+    /// `--to`'s value: `mcap`, `dir` (or `ros2`) or `bag` (or `ros1`).
     pub fn parse(value: &str) -> Result<OutputKind> {
         match value {
             "mcap" => Ok(OutputKind::Mcap),
@@ -116,19 +121,137 @@ fn input_compression(names: &[String]) -> Compression {
     }
 }
 
+/// The input, opened: a ROS 1 bag, or the summaries of an MCAP file or a
+/// bag directory's files.
+enum Source {
+    Ros1(Box<Bag<BufReader<File>>>),
+    Mcap(Box<BagInfo>),
+}
+
+impl Source {
+    /// Every topic the input's index or summaries name.
+    fn topics(&self) -> BTreeSet<String> {
+        match self {
+            Source::Ros1(b) => b.connections().values().map(|c| c.topic.clone()).collect(),
+            Source::Mcap(i) => i.topics.keys().cloned().collect(),
+        }
+    }
+
+    /// Whether [`Source::topics`] is every topic there is (an unfinished
+    /// MCAP file's are not in any summary).
+    fn topics_known(&self) -> bool {
+        match self {
+            Source::Ros1(_) => true,
+            Source::Mcap(i) => i
+                .files
+                .iter()
+                .all(|f| matches!(f.state, FileState::Closed(_))),
+        }
+    }
+
+    /// The first message's log time, when known.
+    fn start_ns(&self) -> Option<u64> {
+        match self {
+            Source::Ros1(b) => b.chunks().iter().map(|c| c.start_time.as_nanos()).min(),
+            Source::Mcap(i) => {
+                let closed = i
+                    .files
+                    .iter()
+                    .any(|f| matches!(f.state, FileState::Closed(_)));
+                (closed && i.messages > 0).then_some(i.start_ns)
+            }
+        }
+    }
+
+    /// Messages the index or the closed files' summaries count.
+    fn messages(&self) -> u64 {
+        match self {
+            Source::Ros1(b) => b.message_count(),
+            Source::Mcap(i) => i.messages,
+        }
+    }
+
+    /// The default chunk compression of an MCAP output.
+    fn compression(&self) -> Compression {
+        match self {
+            // As `edgerec convert` and rosbag2 write by default.
+            Source::Ros1(_) => Compression::None,
+            Source::Mcap(i) => input_compression(&i.compressions),
+        }
+    }
+
+    /// Reads everything `scope` keeps into `sink`, noting damage.
+    fn read(
+        &mut self,
+        path: &Path,
+        scope: &read::Scope<'_>,
+        sink: &mut dyn read::Sink,
+        damage: &mut Vec<Damage>,
+    ) -> Result<()> {
+        match self {
+            Source::Ros1(bag) => {
+                if let Some(d) = ros1::read_bag(bag, path, scope, sink)? {
+                    damage.push(d);
+                }
+            }
+            Source::Mcap(info) => {
+                for file in &info.files {
+                    if let Some(d) = read::read_file(file, scope, sink)? {
+                        damage.push(d);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The output being written.
+enum Output {
+    Mcap(Box<write::McapOut>),
+    Ros1(Box<ros1::Ros1Out>),
+}
+
+impl Output {
+    fn sink(&mut self) -> &mut dyn read::Sink {
+        match self {
+            Output::Mcap(o) => o.as_mut(),
+            Output::Ros1(o) => o.as_mut(),
+        }
+    }
+
+    fn abandon(self) {
+        match self {
+            Output::Mcap(o) => o.abandon(),
+            Output::Ros1(o) => o.abandon(),
+        }
+    }
+
+    /// Messages kept per topic, and bytes of their data.
+    fn kept(&self) -> (BTreeMap<String, u64>, u64) {
+        match self {
+            Output::Mcap(o) => (o.topic_counts(), o.bytes),
+            Output::Ros1(o) => (o.topics.clone(), o.bytes),
+        }
+    }
+
+    fn finish(self, version_from: Option<&Path>) -> Result<Vec<PathBuf>> {
+        match self {
+            Output::Mcap(o) => o.finish(version_from),
+            Output::Ros1(o) => o.finish().map(|p| vec![p]),
+        }
+    }
+}
+
 /// Filters `input` into `output` (which must not exist).
 pub fn filter(input: &Path, output: &Path, opts: &FilterOptions) -> Result<FilterReport> {
     let to = opts.to.unwrap_or_else(|| OutputKind::of(output));
-    if kind(input)? == Kind::Ros1 {
+    let input_kind = kind(input)?;
+    if input_kind == Kind::Ros1 && to == OutputKind::Dir {
         return Err(ToolError::Usage(format!(
-            "{}: filter reads MCAP files and rosbag2 bag directories; for a ROS 1 bag, `edgerec convert` it to MCAP first",
+            "{}: a bag directory holds ROS 2 (CDR) messages and {} is a ROS 1 bag: filter into a .bag or an .mcap file, or `edgerec convert --to ros2` the bag first and filter the directory",
+            output.display(),
             input.display()
-        )));
-    }
-    if to == OutputKind::Ros1 {
-        return Err(ToolError::Usage(format!(
-            "{}: filter writes an MCAP file (.mcap) or a rosbag2 bag directory; name the output so, or give --to mcap or --to dir",
-            output.display()
         )));
     }
     if output.exists() {
@@ -136,40 +259,42 @@ pub fn filter(input: &Path, output: &Path, opts: &FilterOptions) -> Result<Filte
             path: output.to_path_buf(),
         });
     }
-    let crate::open::Input::Mcap(info) = crate::open::open(input)? else {
-        return Err(ToolError::NotABag {
-            path: input.to_path_buf(),
-            what: "read as a ROS 1 bag after being taken for MCAP".to_owned(),
-        });
+    let mut source = match input_kind {
+        Kind::Ros1 => Source::Ros1(Box::new(Bag::open(input).map_err(ToolError::ros1(input))?)),
+        Kind::Mcap => match crate::open::open(input)? {
+            crate::open::Input::Mcap(info) => Source::Mcap(info),
+            crate::open::Input::Ros1(_) => {
+                return Err(ToolError::NotABag {
+                    path: input.to_path_buf(),
+                    what: "read as a ROS 1 bag after being taken for MCAP".to_owned(),
+                })
+            }
+        },
     };
-    let all_closed = info
-        .files
-        .iter()
-        .all(|f| matches!(f.state, FileState::Closed(_)));
-    if all_closed {
+    if source.topics_known() {
+        let have = source.topics();
         for t in opts.topics.names() {
-            if !info.topics.contains_key(t) {
+            if !have.contains(t) {
                 return Err(ToolError::NoSuchTopic {
                     path: input.to_path_buf(),
                     topic: t.clone(),
-                    available: info.topics.keys().cloned().collect(),
+                    available: have.iter().cloned().collect(),
                 });
             }
         }
     }
     let relative = matches!(opts.start, Some(TimeSpec::AfterStart(_)))
         || matches!(opts.end, Some(TimeSpec::AfterStart(_)));
-    let has_closed = info
-        .files
-        .iter()
-        .any(|f| matches!(f.state, FileState::Closed(_)));
-    if relative && (!has_closed || info.messages == 0) {
-        return Err(ToolError::Usage(format!(
-            "{}: a time after the bag's start (+...) needs the start, which only a closed file with messages gives; give an absolute time, or `edgerec recover` the bag first",
-            input.display()
-        )));
-    }
-    let first = if has_closed { info.start_ns } else { 0 };
+    let first = match source.start_ns() {
+        Some(t) => t,
+        None if relative => {
+            return Err(ToolError::Usage(format!(
+                "{}: a time after the bag's start (+...) needs the start, which only a closed file with messages gives; give an absolute time, or `edgerec recover` the bag first",
+                input.display()
+            )))
+        }
+        None => 0,
+    };
     let start_ns = opts.start.map_or(0, |s| s.resolve(first));
     let end_ns = opts.end.map_or(u64::MAX, |e| e.resolve(first));
     if end_ns <= start_ns {
@@ -177,26 +302,29 @@ pub fn filter(input: &Path, output: &Path, opts: &FilterOptions) -> Result<Filte
             "--start ({start_ns} ns) is not before --end ({end_ns} ns): the window keeps nothing"
         )));
     }
-    let compression = opts
-        .compression
-        .unwrap_or_else(|| input_compression(&info.compressions));
-    let target = match to {
-        OutputKind::Mcap => write::Target::File(output.to_path_buf()),
-        _ => write::Target::Dir(output.to_path_buf()),
+    let mut out = match to {
+        OutputKind::Ros1 => Output::Ros1(Box::new(ros1::Ros1Out::new(output)?)),
+        OutputKind::Mcap | OutputKind::Dir => {
+            let target = match to {
+                OutputKind::Mcap => write::Target::File(output.to_path_buf()),
+                _ => write::Target::Dir(output.to_path_buf()),
+            };
+            let compression = opts.compression.unwrap_or_else(|| source.compression());
+            Output::Mcap(Box::new(write::McapOut::new(target, compression)?))
+        }
     };
     let scope = read::Scope {
         topics: &opts.topics,
         start_ns,
         end_ns,
     };
-    let mut out = write::McapOut::new(target, compression)?;
     let mut damage = Vec::new();
     let (mut undecodable, mut first_undecodable) = (0, None);
     let read = match &opts.expression {
-        None => read_all(&info.files, &scope, &mut out, &mut damage),
+        None => source.read(input, &scope, out.sink(), &mut damage),
         Some(condition) => {
-            let mut tested = expr::ExprSink::new(&mut out, condition);
-            let r = read_all(&info.files, &scope, &mut tested, &mut damage);
+            let mut tested = expr::ExprSink::new(out.sink(), condition);
+            let r = source.read(input, &scope, &mut tested, &mut damage);
             undecodable = tested.undecodable;
             first_undecodable = tested.first_undecodable.take();
             r
@@ -206,8 +334,7 @@ pub fn filter(input: &Path, output: &Path, opts: &FilterOptions) -> Result<Filte
         out.abandon();
         return Err(e);
     }
-    let topics = out.topic_counts();
-    let bytes = out.bytes;
+    let (topics, bytes) = out.kept();
     let version_from = input.is_dir().then_some(input);
     let files = match out.finish(version_from) {
         Ok(f) => f,
@@ -226,23 +353,9 @@ pub fn filter(input: &Path, output: &Path, opts: &FilterOptions) -> Result<Filte
         messages: topics.values().sum(),
         topics,
         bytes,
-        input_messages: info.messages,
+        input_messages: source.messages(),
         damage,
         undecodable,
         first_undecodable,
     })
-}
-
-fn read_all(
-    files: &[edgerec_format::info::FileEntry],
-    scope: &read::Scope<'_>,
-    sink: &mut dyn read::Sink,
-    damage: &mut Vec<Damage>,
-) -> Result<()> {
-    for file in files {
-        if let Some(d) = read::read_file(file, scope, sink)? {
-            damage.push(d);
-        }
-    }
-    Ok(())
 }

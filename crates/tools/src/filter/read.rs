@@ -70,28 +70,26 @@ impl Scope<'_> {
 pub struct Damage {
     /// The file.
     pub path: PathBuf,
-    /// The byte where the damage is.
-    pub offset: u64,
+    /// The byte where the damage is, when `what` does not say it.
+    pub offset: Option<u64>,
     /// What is wrong there.
     pub what: String,
 }
 
 impl std::fmt::Display for Damage {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "{}: {} (at byte {}); the output holds the kept messages before it",
-            self.path.display(),
-            self.what,
-            self.offset
-        )
+        write!(f, "{}: {}", self.path.display(), self.what)?;
+        if let Some(at) = self.offset {
+            write!(f, " (at byte {at})")?;
+        }
+        write!(f, "; the output holds the kept messages before it")
     }
 }
 
 fn damage(path: &Path, offset: u64, what: impl Into<String>) -> Damage {
     Damage {
         path: path.to_path_buf(),
-        offset,
+        offset: Some(offset),
         what: what.into(),
     }
 }
@@ -350,7 +348,7 @@ fn read_linear(
             },
             op::CHUNK => {
                 if let Some(d) = chunk(path, rec.offset, &rec.body, &mut kept, scope, sink, true)? {
-                    return Ok(ended(d.offset, d.what));
+                    return Ok(ended(d.offset.unwrap_or(rec.offset), d.what));
                 }
             }
             op::METADATA => match records::parse_metadata(&rec.body) {

@@ -92,7 +92,8 @@ fn next_free<T>(taken: &BTreeMap<u16, T>, wish: u16) -> Option<u16> {
         .map_or(Some(1), |last| last.checked_add(1))
 }
 
-fn part_of(dest: &Path) -> PathBuf {
+/// The name a file is written under until it is whole: `<dest>.part`.
+pub(crate) fn part_of(dest: &Path) -> PathBuf {
     let mut name = dest.as_os_str().to_owned();
     name.push(".part");
     PathBuf::from(name)

@@ -522,11 +522,13 @@ fn bad_arguments_name_themselves_and_leave_nothing() {
     let r = run(&[s(&src), s(&src.join("twoseg_0.mcap"))]);
     assert_eq!(r.status.code(), Some(1));
     assert!(stderr(&r).contains("exists already"), "{}", stderr(&r));
+    // CDR messages do not go into a ROS 1 bag.
     let r = run(&[s(&src), s(&work.join("x.bag"))]);
     assert_eq!(r.status.code(), Some(2));
     assert!(
-        stderr(&r).contains("--to mcap or --to dir"),
+        stderr(&r).contains("a ROS 1 bag holds ROS 1 messages only"),
         "{}",
         stderr(&r)
     );
+    assert!(!work.join("x.bag").exists() && !work.join("x.bag.part").exists());
 }

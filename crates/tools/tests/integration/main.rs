@@ -15,6 +15,7 @@ mod check;
 mod convert;
 mod csv;
 mod filter;
+mod filter_ros1;
 mod info;
 mod reference;
 mod reindex;
