@@ -122,14 +122,15 @@ impl Config {
             hint: None,
         };
         let read = || -> std::io::Result<Result<Vec<u8>, String>> {
-            let f = std::fs::File::open(path)?;
-            let meta = f.metadata()?;
+            // Asked before opening: opening a FIFO would wait for a writer.
+            let meta = std::fs::metadata(path)?;
             if !meta.is_file() {
                 return Ok(Err(format!(
                     "cannot read the configuration: not a regular file ({}); give the path of the TOML file",
                     if meta.is_dir() { "a directory" } else { "a device, FIFO or socket" }
                 )));
             }
+            let f = std::fs::File::open(path)?;
             let mut text = Vec::new();
             std::io::Read::read_to_end(
                 &mut std::io::Read::take(f, MAX_CONFIG_BYTES + 1),
