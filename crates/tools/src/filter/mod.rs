@@ -231,7 +231,7 @@ impl Output {
     fn kept(&self) -> (BTreeMap<String, u64>, u64) {
         match self {
             Output::Mcap(o) => (o.topic_counts(), o.bytes),
-            Output::Ros1(o) => (o.topics.clone(), o.bytes),
+            Output::Ros1(o) => (o.topic_counts(), o.bytes),
         }
     }
 

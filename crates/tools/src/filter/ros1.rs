@@ -151,8 +151,8 @@ pub(crate) struct Ros1Out {
     /// Connections by what makes them one: topic, type, md5sum,
     /// definition, callerid, latching.
     connections: BTreeMap<(String, String, String, String, String, bool), u32>,
-    /// Messages kept per topic.
-    pub topics: BTreeMap<String, u64>,
+    /// Messages kept per connection.
+    counts: BTreeMap<u32, u64>,
     topic_of: BTreeMap<u32, String>,
     /// Bytes of message data kept.
     pub bytes: u64,
@@ -176,10 +176,21 @@ impl Ros1Out {
             in_schemas: BTreeMap::new(),
             in_channels: BTreeMap::new(),
             connections: BTreeMap::new(),
-            topics: BTreeMap::new(),
+            counts: BTreeMap::new(),
             topic_of: BTreeMap::new(),
             bytes: 0,
         })
+    }
+
+    /// Messages kept per topic.
+    pub fn topic_counts(&self) -> BTreeMap<String, u64> {
+        let mut out: BTreeMap<String, u64> = BTreeMap::new();
+        for (conn, n) in &self.counts {
+            if let Some(t) = self.topic_of.get(conn) {
+                *out.entry(t.clone()).or_default() += n;
+            }
+        }
+        out
     }
 
     fn writer(&mut self) -> Result<&mut BagWriter<BufWriter<File>>> {
@@ -281,13 +292,18 @@ impl Sink for Ros1Out {
         let Some(&conn) = self.in_channels.get(&m.channel_id) else {
             return Ok(());
         };
-        let part = self.part.clone();
-        self.writer()?
-            .write(conn, Time::from_nanos(m.log_time), m.data)
-            .map_err(ToolError::ros1(&part))?;
-        if let Some(t) = self.topic_of.get(&conn) {
-            *self.topics.entry(t.clone()).or_default() += 1;
-        }
+        let Some(w) = self.w.as_mut() else {
+            return Err(ToolError::ros1(&self.part)(
+                edgerec_rosbag1::Error::WriterFailed,
+            ));
+        };
+        // The path is copied only for an error: this runs per message.
+        w.write(conn, Time::from_nanos(m.log_time), m.data)
+            .map_err(|source| ToolError::Ros1 {
+                path: self.part.clone(),
+                source,
+            })?;
+        *self.counts.entry(conn).or_default() += 1;
         self.bytes += m.data.len() as u64;
         Ok(())
     }

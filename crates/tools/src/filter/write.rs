@@ -141,23 +141,24 @@ impl McapOut {
 
     /// The open output file, opened (with the waiting metadata) if none is.
     fn open(&mut self) -> Result<&mut OpenFile> {
-        if self.current.is_none() {
-            let dest = self.next_dest();
-            let part = part_of(&dest);
-            let f = create_new(&part)?;
-            let profile = self.profile.clone().unwrap_or_default();
-            let mut w = McapWriter::new(BufWriter::with_capacity(1 << 20, f), &profile, LIBRARY)
-                .map_err(ToolError::mcap(&part))?;
-            for (name, map) in std::mem::take(&mut self.pending_metadata) {
-                w.write_metadata(&name, &map)
-                    .map_err(ToolError::mcap(&part))?;
+        let f = match self.current.take() {
+            Some(f) => f,
+            None => {
+                let dest = self.next_dest();
+                let part = part_of(&dest);
+                let f = create_new(&part)?;
+                let profile = self.profile.clone().unwrap_or_default();
+                let mut w =
+                    McapWriter::new(BufWriter::with_capacity(1 << 20, f), &profile, LIBRARY)
+                        .map_err(ToolError::mcap(&part))?;
+                for (name, map) in std::mem::take(&mut self.pending_metadata) {
+                    w.write_metadata(&name, &map)
+                        .map_err(ToolError::mcap(&part))?;
+                }
+                OpenFile { w, part, dest }
             }
-            self.current = Some(OpenFile { w, part, dest });
-        }
-        match self.current.as_mut() {
-            Some(f) => Ok(f),
-            None => Err(ToolError::Usage("no output file open".to_owned())),
-        }
+        };
+        Ok(self.current.insert(f))
     }
 
     /// Seals what the builder holds into the open file.
@@ -241,15 +242,15 @@ impl McapOut {
 
     /// Makes sure the open file has channel `id` (and its schema).
     fn declare(&mut self, id: u16) -> Result<()> {
-        let channel = match self.channels.get(&id) {
-            Some(c) => c.clone(),
-            None => return Ok(()),
+        // Every message asks: answered without a copy once it is there.
+        if self.current.as_ref().is_some_and(|f| f.w.has_channel(id)) {
+            return Ok(());
+        }
+        let Some(channel) = self.channels.get(&id).cloned() else {
+            return Ok(());
         };
         let schema = self.schemas.get(&channel.schema_id).cloned();
         let f = self.open()?;
-        if f.w.has_channel(id) {
-            return Ok(());
-        }
         if let Some(s) = schema {
             f.w.add_schema(&s).map_err(ToolError::mcap(&f.part))?;
         }
