@@ -118,7 +118,15 @@ impl Dir {
             )
         };
         if fd < 0 {
-            return Err(io::Error::last_os_error());
+            let err = io::Error::last_os_error();
+            if err.raw_os_error() == Some(libc::ELOOP) {
+                return Err(io::Error::other(format!(
+                    "{} is a symbolic link; edgerec does not follow links on the data \
+                     partition (remove it)",
+                    self.path.join(name).display()
+                )));
+            }
+            return Err(err);
         }
         // SAFETY: `fd` is a fresh descriptor that nothing else owns.
         Ok(unsafe { <File as std::os::fd::FromRawFd>::from_raw_fd(fd) })

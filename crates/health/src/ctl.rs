@@ -366,7 +366,7 @@ impl Drop for CtlServer {
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
-        let _ = std::fs::remove_file(&self.path);
+        crate::status::remove_socket(&self.path);
     }
 }
 

@@ -4,14 +4,19 @@
 //! start reads it once ([`take_previous`]), reports it, and renames it so
 //! the same fault is not reported twice.
 
-use std::fs::{self, File};
-use std::io::{self, Write};
+use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use edgerec_format::nofollow::{self, Dir};
 use serde::{Deserialize, Serialize};
 
 use crate::heartbeat::Stalled;
+
+/// Most bytes a fault file may hold when read back: a record is under
+/// 1 KiB, and anything longer is not one.
+pub const MAX_FAULT_BYTES: u64 = 64 * 1024;
 
 /// Where the kernel publishes the random id of the current boot.
 const BOOT_ID_PATH: &str = "/proc/sys/kernel/random/boot_id";
@@ -121,36 +126,27 @@ pub fn write_fault(path: &Path, record: &FaultRecord) -> Result<(), FaultError> 
     result
 }
 
+/// The fault file's directory, opened without following a link there, and
+/// the file's name in it. The file is on the data partition, which someone
+/// with the drive in hand can write: a link planted as the file or as its
+/// directory is never followed (`edgerec_format::nofollow`).
+fn open_dir(path: &Path) -> Result<(Dir, String), FaultError> {
+    let (dir, name) = nofollow::split(path).map_err(io_err(path, "name"))?;
+    let dir = Dir::open(&dir).map_err(io_err(&dir, "open directory"))?;
+    Ok((dir, name))
+}
+
 fn write_atomically(path: &Path, record: &FaultRecord) -> Result<(), FaultError> {
     let mut json = serde_json::to_vec_pretty(record).map_err(FaultError::Encode)?;
     json.push(b'\n');
     let dir = parent_dir(path);
     fs::create_dir_all(&dir).map_err(io_err(&dir, "create directory"))?;
-    let Some(name) = path.file_name() else {
-        return Err(FaultError::Io {
-            path: path.to_path_buf(),
-            op: "name",
-            source: io::Error::new(io::ErrorKind::InvalidInput, "the path names no file"),
-        });
-    };
-    let mut tmp_name = std::ffi::OsString::from(".");
-    tmp_name.push(name);
-    tmp_name.push(format!(".tmp.{}", std::process::id()));
-    let tmp = dir.join(tmp_name);
-    let written = write_then_rename(&tmp, &json, path);
-    if written.is_err() {
-        // Best effort: a leftover temporary file is harmless but untidy.
-        let _ = fs::remove_file(&tmp);
-    }
-    written?;
-    sync_dir(&dir)
-}
-
-fn write_then_rename(tmp: &Path, json: &[u8], path: &Path) -> Result<(), FaultError> {
-    let mut file = File::create(tmp).map_err(io_err(tmp, "create"))?;
-    file.write_all(json).map_err(io_err(tmp, "write"))?;
-    file.sync_all().map_err(io_err(tmp, "fsync"))?;
-    fs::rename(tmp, path).map_err(io_err(path, "rename"))
+    let (dir, name) = open_dir(path)?;
+    // A temporary file of a random name made with O_EXCL | O_NOFOLLOW,
+    // fsynced, renamed over the file (a link there is replaced, never
+    // written through), the directory fsynced.
+    dir.write_atomic(&name, &json)
+        .map_err(io_err(path, "write"))
 }
 
 /// The directory holding `path` (`.` for a bare file name).
@@ -159,12 +155,6 @@ fn parent_dir(path: &Path) -> PathBuf {
         Some(parent) if !parent.as_os_str().is_empty() => parent.to_path_buf(),
         _ => PathBuf::from("."),
     }
-}
-
-fn sync_dir(dir: &Path) -> Result<(), FaultError> {
-    File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io_err(dir, "fsync directory"))
 }
 
 /// Where [`take_previous`] moves a fault file once read:
@@ -186,14 +176,25 @@ pub fn reported_path(path: &Path) -> PathBuf {
 /// could not be read. A record whose rename fails is still returned, with a
 /// warning: it will be reported again at the next start.
 pub fn take_previous(path: &Path) -> Result<Option<FaultRecord>, FaultError> {
-    let bytes = match fs::read(path) {
+    let (dir, name) = match open_dir(path) {
+        Ok(opened) => opened,
+        Err(FaultError::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {
+            return Ok(None)
+        }
+        Err(err) => return Err(err),
+    };
+    // A regular file of at most MAX_FAULT_BYTES: a link, a FIFO or a
+    // device put there is refused without being read or waited on.
+    let bytes = match dir.read_capped(&name, MAX_FAULT_BYTES) {
         Ok(bytes) => bytes,
         Err(err) if err.kind() == io::ErrorKind::NotFound => return Ok(None),
         Err(err) => return Err(io_err(path, "read")(err)),
     };
     let reported = reported_path(path);
-    let renamed = fs::rename(path, &reported)
-        .and_then(|()| File::open(parent_dir(path)).and_then(|d| d.sync_all()));
+    let renamed = match reported.file_name().and_then(|n| n.to_str()) {
+        Some(to) => dir.rename(&name, to).and_then(|()| dir.sync()),
+        None => Err(io::Error::other("the reported name is not UTF-8")),
+    };
     if let Err(err) = &renamed {
         tracing::warn!(
             "cannot rename the fault file {} to {}: {err}; it will be reported again",
@@ -292,6 +293,65 @@ mod tests {
         // A regular file where the parent directory should be.
         let err = write_fault(&blocker.join("fault.json"), &record()).unwrap_err();
         assert!(matches!(err, FaultError::Io { .. }), "{err}");
+    }
+
+    #[test]
+    fn a_link_planted_as_the_fault_file_is_replaced_not_written_through() {
+        let data = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let victim = outside.path().join("passwd");
+        fs::write(&victim, b"root:x:0:0\n").unwrap();
+        let path = data.path().join("last-fault.json");
+        std::os::unix::fs::symlink(&victim, &path).unwrap();
+
+        // Read back: the link is refused, the file it names neither read
+        // nor moved.
+        let err = take_previous(&path).unwrap_err();
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+        assert_eq!(fs::read(&victim).unwrap(), b"root:x:0:0\n");
+
+        // Written: the link itself is replaced by the record.
+        write_fault(&path, &record()).unwrap();
+        assert_eq!(fs::read(&victim).unwrap(), b"root:x:0:0\n");
+        assert!(fs::symlink_metadata(&path).unwrap().is_file());
+        assert_eq!(
+            take_previous(&path).unwrap().unwrap().stage,
+            "source /camera/raw"
+        );
+        // Nothing else was made beside it.
+        assert_eq!(fs::read_dir(outside.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_linked_fault_directory_is_not_written_through() {
+        let data = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let dir = data.path().join("edgerec");
+        std::os::unix::fs::symlink(outside.path(), &dir).unwrap();
+        let err = write_fault(&dir.join("last-fault.json"), &record()).unwrap_err();
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+        assert_eq!(fs::read_dir(outside.path()).unwrap().count(), 0);
+        assert!(take_previous(&dir.join("last-fault.json")).is_err());
+    }
+
+    #[test]
+    fn what_is_not_a_small_regular_file_is_refused_without_reading_it() {
+        // A device that never ends, a FIFO nobody writes (an open would
+        // wait for a writer), a file far longer than any record.
+        let err = take_previous(Path::new("/dev/zero")).unwrap_err();
+        assert!(err.to_string().contains("not a regular file"), "{err}");
+        let d = tempfile::tempdir().unwrap();
+        let fifo = d.path().join("fifo.json");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a NUL-terminated path for the call.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o644) }, 0);
+        let err = take_previous(&fifo).unwrap_err();
+        assert!(err.to_string().contains("not a regular file"), "{err}");
+        let big = d.path().join("big.json");
+        fs::write(&big, vec![b' '; 1 << 20]).unwrap();
+        let err = take_previous(&big).unwrap_err();
+        assert!(err.to_string().contains("more than the 65536"), "{err}");
+        assert!(big.exists(), "a refused file stays for someone to look at");
     }
 
     #[test]

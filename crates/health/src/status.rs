@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::io::{self, Read, Write};
 use std::net::{SocketAddr, TcpListener};
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -902,6 +902,15 @@ pub enum ServeError {
         /// The socket path.
         path: PathBuf,
     },
+    /// Something other than a socket is at the socket's path. It is never
+    /// removed: only a socket left by a crash is replaced.
+    #[error("{path} is {kind}, not a socket; edgerec replaces only a socket left by an earlier run: move it away, or give the socket another path in [health]", path = .path.display())]
+    NotASocket {
+        /// The socket path.
+        path: PathBuf,
+        /// What is there.
+        kind: &'static str,
+    },
     /// The socket or port could not be set up.
     #[error(
         "{what}: {source}; check the path or address in the configuration and its permissions"
@@ -944,15 +953,53 @@ pub(crate) fn bind_unix(path: &Path) -> Result<UnixListener, ServeError> {
     if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(io_err)?;
     }
-    if path.exists() {
-        if UnixStream::connect(path).is_ok() {
-            return Err(ServeError::InUse {
-                path: path.to_path_buf(),
-            });
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_socket() => {
+            if UnixStream::connect(path).is_ok() {
+                return Err(ServeError::InUse {
+                    path: path.to_path_buf(),
+                });
+            }
+            std::fs::remove_file(path).map_err(io_err)?;
         }
-        std::fs::remove_file(path).map_err(io_err)?;
+        // A file, a directory or a link (the path may be on the data
+        // partition, which someone with the drive in hand can write):
+        // never removed, never followed.
+        Ok(meta) => {
+            return Err(ServeError::NotASocket {
+                path: path.to_path_buf(),
+                kind: kind_of(&meta.file_type()),
+            })
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+        Err(e) => return Err(io_err(e)),
     }
     UnixListener::bind(path).map_err(io_err)
+}
+
+/// What a file type is, in words.
+fn kind_of(t: &std::fs::FileType) -> &'static str {
+    if t.is_symlink() {
+        "a symbolic link"
+    } else if t.is_dir() {
+        "a directory"
+    } else if t.is_file() {
+        "a regular file"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() || t.is_block_device() {
+        "a device"
+    } else {
+        "not a socket"
+    }
+}
+
+/// Removes the socket file at `path` when it is still a socket (what a
+/// server leaves on stop); anything else put there since is left alone.
+pub(crate) fn remove_socket(path: &Path) {
+    if std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_socket()) {
+        let _ = std::fs::remove_file(path);
+    }
 }
 
 /// The reply for a peer `policy` does not let read the status, logged in
@@ -1105,7 +1152,7 @@ impl Drop for StatusServer {
             let _ = t.join();
         }
         if let Some(p) = self.cleanup.take() {
-            let _ = std::fs::remove_file(p);
+            remove_socket(&p);
         }
     }
 }
@@ -1697,6 +1744,42 @@ mod tests {
         assert!(matches!(err, ServeError::InUse { .. }), "{err}");
         drop(server);
         assert!(!path.exists(), "the socket file is removed on stop");
+    }
+
+    #[test]
+    fn what_is_not_a_socket_at_the_path_is_refused_and_left_alone() {
+        let d = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let victim = outside.path().join("shadow");
+        std::fs::write(&victim, b"keep").unwrap();
+        let file = d.path().join("file.sock");
+        std::fs::write(&file, b"data").unwrap();
+        let link = d.path().join("link.sock");
+        std::os::unix::fs::symlink(&victim, &link).unwrap();
+        let dir = d.path().join("dir.sock");
+        std::fs::create_dir(&dir).unwrap();
+        for (path, kind) in [
+            (&file, "a regular file"),
+            (&link, "a symbolic link"),
+            (&dir, "a directory"),
+        ] {
+            let err = StatusServer::unix(path, StatusBoard::new(), None)
+                .err()
+                .unwrap();
+            assert!(matches!(err, ServeError::NotASocket { .. }), "{err}");
+            let text = err.to_string();
+            assert!(
+                text.contains(kind) && text.contains("move it away"),
+                "{text}"
+            );
+        }
+        assert_eq!(std::fs::read(&file).unwrap(), b"data");
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert!(dir.is_dir());
+        assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
     }
 
     #[test]
