@@ -17,7 +17,7 @@ use crate::schema::{self, Result, Section};
 use crate::units::{parse_duration, parse_size, Size, Time, UnitError};
 use crate::{Config, ConfigError};
 
-pub(crate) fn parse(text: &str, origin: &Path) -> Result<Config> {
+pub(crate) fn parse(text: &str, origin: &Path, rooms: &crate::Rooms) -> Result<Config> {
     let cx = Cx { text, origin };
     let document = toml_edit::Document::parse(text).map_err(|err| cx.syntax_error(&err))?;
     let root = Table {
@@ -26,7 +26,9 @@ pub(crate) fn parse(text: &str, origin: &Path) -> Result<Config> {
         table: document.as_table(),
         span: None,
     };
-    Config::read(&cx, &root)
+    let config = Config::read(&cx, &root)?;
+    crate::rooms::check(&cx, &root, &config, rooms)?;
+    Ok(config)
 }
 
 /// A table of the document (a `[header]` table, an inline table, a dotted

@@ -76,6 +76,7 @@ pub mod gst_chain;
 mod offload;
 mod readers;
 pub mod remote;
+mod rooms;
 mod schema;
 mod units;
 mod values;
@@ -91,6 +92,7 @@ pub use config::{
     TriggersConfig,
 };
 pub use error::ConfigError;
+pub use rooms::{machine_memory, Rooms, DATA_DIR_VAR, RUNTIME_DIR_VAR};
 pub use units::{parse_duration, parse_size, UnitError};
 pub use values::{
     Addressing, CameraSourceKind, ClockSourceKind, Compression, EncoderChoice, GpioEdge, Located,
@@ -113,6 +115,12 @@ impl Config {
     /// than [`MAX_CONFIG_BYTES`] (nothing past that is read) and one that
     /// is not UTF-8 (naming the byte).
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        Config::load_in(path, &Rooms::none())
+    }
+
+    /// [`Config::load`], then every path the recorder creates files at held
+    /// to `rooms` (see [`Rooms`]): one outside is an error at its key.
+    pub fn load_in(path: &Path, rooms: &Rooms) -> Result<Config, ConfigError> {
         let fail = |message: String| ConfigError {
             path: path.to_path_buf(),
             line: None,
@@ -153,12 +161,17 @@ impl Config {
                 e.utf8_error().valid_up_to()
             ))
         })?;
-        Config::parse(&text, path)
+        Config::parse_in(&text, path, rooms)
     }
 
     /// Validates `text`, the contents of a configuration file; `origin` is
     /// the file name errors give.
     pub fn parse(text: &str, origin: &Path) -> Result<Config, ConfigError> {
-        document::parse(text, origin)
+        Config::parse_in(text, origin, &Rooms::none())
+    }
+
+    /// [`Config::parse`] with the paths held to `rooms`.
+    pub fn parse_in(text: &str, origin: &Path, rooms: &Rooms) -> Result<Config, ConfigError> {
+        document::parse(text, origin, rooms)
     }
 }

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use clap::{CommandFactory, Parser, Subcommand};
-use edgerec_config::Config;
+use edgerec_config::{Config, Rooms};
 use edgerec_format::{info, recover};
 use edgerec_health::state::HealthState;
 use edgerec_recorder::{
@@ -413,15 +413,33 @@ fn man_cmd(dir: Option<&Path>) -> ExitCode {
     }
 }
 
+/// The rooms the service holds the configuration's paths to
+/// (`EDGEREC_DATA_DIR`, `EDGEREC_RUNTIME_DIR`, set by its unit) and this
+/// machine's memory, which the budgets must fit in; or the exit status for
+/// a bad value.
+fn service_rooms(tool: &str) -> Result<Rooms, ExitCode> {
+    Rooms::from_env()
+        .map(|r| r.with_memory(edgerec_config::machine_memory()))
+        .map_err(|e| {
+            eprintln!("{tool}: {e}");
+            ExitCode::from(EXIT_CONFIG)
+        })
+}
+
 fn check(path: &Path) -> ExitCode {
     if path.extension().is_some_and(|e| e == "toml") {
-        return match Config::load(path) {
+        let rooms = match service_rooms("edgerec check") {
+            Ok(r) => r,
+            Err(code) => return code,
+        };
+        return match Config::load_in(path, &rooms) {
             Ok(c) => {
                 println!(
-                    "OK      {}: valid configuration ({} synthetic sources, recordings in {})",
+                    "OK      {}: valid configuration ({} synthetic sources, recordings in {}; {})",
                     path.display(),
                     c.sources.synthetic.len(),
-                    c.recording.root.display()
+                    c.recording.root.display(),
+                    rooms.describe()
                 );
                 ExitCode::SUCCESS
             }
@@ -533,7 +551,11 @@ fn recover_at_start(root: &Path) {
 }
 
 fn run(config: &Path, duration: Option<&str>, report_json: Option<&Path>, quiet: bool) -> ExitCode {
-    let cfg = match Config::load(config) {
+    let rooms = match service_rooms("edgerec") {
+        Ok(r) => r,
+        Err(code) => return code,
+    };
+    let cfg = match Config::load_in(config, &rooms) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("edgerec: configuration error: {e}");

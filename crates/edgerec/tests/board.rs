@@ -970,6 +970,31 @@ fn recorder_unit_matches_the_config_and_the_binary() {
             );
         }
 
+        // The rooms the unit holds the configuration's paths to: the data
+        // partition and the unit's own runtime directory; the board's
+        // configuration stays in them.
+        let env: Vec<String> = unit.words("Service", "Environment");
+        let var = |name: &str| {
+            env.iter()
+                .find_map(|w| w.strip_prefix(&format!("{name}=")))
+                .map(PathBuf::from)
+                .unwrap_or_else(|| panic!("{b}: the unit sets no Environment={name}=..."))
+        };
+        let rooms = edgerec_config::Rooms {
+            data: Some(var(edgerec_config::DATA_DIR_VAR)),
+            runtime: Some(var(edgerec_config::RUNTIME_DIR_VAR)),
+            memory: None,
+        };
+        assert_eq!(rooms.data.as_deref(), Some(Path::new("/data")), "{b}");
+        assert_eq!(
+            rooms.runtime.clone(),
+            Some(Path::new("/run").join(unit.one("Service", "RuntimeDirectory"))),
+            "{b}: the runtime room is the unit's RuntimeDirectory"
+        );
+        if let Err(e) = Config::load_in(&board.file("edgerec.toml"), &rooms) {
+            panic!("{b}: the board's configuration leaves the unit's rooms: {e}");
+        }
+
         // The systemd watchdog restarts a stalled recorder before the
         // hardware watchdog resets the board: from the stall's detection
         // the hardware has the timeout less one keepalive period (a

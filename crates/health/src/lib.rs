@@ -10,6 +10,7 @@ pub mod control;
 pub mod ctl;
 pub mod edges;
 pub mod fault;
+mod file_kind;
 pub mod gpio;
 pub mod heartbeat;
 pub mod leds;

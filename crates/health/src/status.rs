@@ -968,30 +968,13 @@ pub(crate) fn bind_unix(path: &Path) -> Result<UnixListener, ServeError> {
         Ok(meta) => {
             return Err(ServeError::NotASocket {
                 path: path.to_path_buf(),
-                kind: kind_of(&meta.file_type()),
+                kind: crate::file_kind::describe(&meta.file_type()),
             })
         }
         Err(e) if e.kind() == io::ErrorKind::NotFound => {}
         Err(e) => return Err(io_err(e)),
     }
     UnixListener::bind(path).map_err(io_err)
-}
-
-/// What a file type is, in words.
-fn kind_of(t: &std::fs::FileType) -> &'static str {
-    if t.is_symlink() {
-        "a symbolic link"
-    } else if t.is_dir() {
-        "a directory"
-    } else if t.is_file() {
-        "a regular file"
-    } else if t.is_fifo() {
-        "a FIFO"
-    } else if t.is_char_device() || t.is_block_device() {
-        "a device"
-    } else {
-        "not a socket"
-    }
 }
 
 /// Removes the socket file at `path` when it is still a socket (what a

@@ -11,6 +11,7 @@ use std::fmt;
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -153,6 +154,15 @@ pub enum WatchdogError {
         /// What to do about it.
         hint: String,
     },
+    /// The path is not a character device (a file, a FIFO, a directory):
+    /// never written to.
+    #[error("watchdog {path} is {kind}, not a watchdog device; name the board's device node (health.watchdog = \"/dev/watchdog0\"), or \"\" for none", path = .path.display())]
+    NotADevice {
+        /// The configured path.
+        path: PathBuf,
+        /// What is there.
+        kind: &'static str,
+    },
     /// An ioctl or write on the open device failed.
     #[error("watchdog {path}: {op}: {source}", path = .path.display())]
     Device {
@@ -194,16 +204,42 @@ impl LinuxWatchdog {
                 path: path.to_path_buf(),
             });
         }
+        // Only a character device: the keepalive writes a byte at the
+        // start of what it opened, so `watchdog = "/etc/shadow"` in a
+        // configuration someone edited must never open a file. Asked
+        // before opening (a FIFO would block the open) and of the open
+        // file (the path may have changed in between).
+        let not_a_device = |meta: &std::fs::Metadata| WatchdogError::NotADevice {
+            path: path.to_path_buf(),
+            kind: crate::file_kind::describe(&meta.file_type()),
+        };
+        if let Ok(meta) = std::fs::metadata(path) {
+            if !meta.file_type().is_char_device() {
+                return Err(not_a_device(&meta));
+            }
+        }
         // std opens with O_CLOEXEC, so a spawned helper cannot inherit (and
         // keep armed) the device.
         let file = OpenOptions::new()
             .write(true)
+            .custom_flags(libc::O_NONBLOCK)
             .open(path)
             .map_err(|source| WatchdogError::Open {
                 path: path.to_path_buf(),
                 hint: open_hint(&source),
                 source,
             })?;
+        match file.metadata() {
+            Ok(meta) if meta.file_type().is_char_device() => {}
+            Ok(meta) => return Err(not_a_device(&meta)),
+            Err(source) => {
+                return Err(WatchdogError::Open {
+                    path: path.to_path_buf(),
+                    hint: open_hint(&source),
+                    source,
+                })
+            }
+        }
         let mut watchdog = LinuxWatchdog {
             file,
             path: path.to_path_buf(),
@@ -1177,6 +1213,31 @@ mod tests {
         assert_eq!(WDIOC_SETTIMEOUT, 0xC004_5706);
         assert_eq!(WDIOC_GETTIMEOUT, 0x8004_5707);
         assert_eq!(WDIOC_GETTIMELEFT, 0x8004_570A);
+    }
+
+    #[test]
+    fn what_is_not_a_device_is_refused_and_never_written() {
+        let d = tempfile::tempdir().unwrap();
+        let file = d.path().join("shadow");
+        std::fs::write(&file, b"root:x:0:0\n").unwrap();
+        let fifo = d.path().join("fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a NUL-terminated path for the call.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        for (path, kind) in [
+            (&file, "a regular file"),
+            (&fifo, "a FIFO"),
+            (&d.path().to_path_buf(), "a directory"),
+        ] {
+            let err = LinuxWatchdog::open(path).unwrap_err();
+            assert!(matches!(err, WatchdogError::NotADevice { .. }), "{err}");
+            let text = err.to_string();
+            assert!(
+                text.contains(kind) && text.contains("/dev/watchdog0"),
+                "{text}"
+            );
+        }
+        assert_eq!(std::fs::read(&file).unwrap(), b"root:x:0:0\n");
     }
 
     #[test]
