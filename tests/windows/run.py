@@ -149,6 +149,31 @@ part_size = "5MiB"
         server.wait()
 
 
+def filter_same(t, bag, ext, *args):
+    """`filter` under Wine and on Linux, the same arguments: both succeed
+    and their outputs hold the same messages (the Linux build's `cat`)."""
+    w = Path("out") / f"{bag.stem}.filter.wine{ext}"
+    l = Path("out") / f"{bag.stem}.filter.linux{ext}"
+    for p in (w, l):
+        shutil.rmtree(p, ignore_errors=True)
+        if p.is_file():
+            p.unlink()
+    Path("out").mkdir(exist_ok=True)
+    what = f"filter {bag} -> {ext} {' '.join(args)}"
+    fw, fl = t.wine("filter", bag, w, *args), t.linux("filter", bag, l, *args)
+    if fw.returncode != 0 or fl.returncode != 0:
+        failures.append(what)
+        print(f"FAILED {what}: wine {fw.returncode} {fw.stderr[-400:]}"
+              f" linux {fl.returncode} {fl.stderr[-400:]}")
+        return
+    kept = t.linux("cat", l, "--json")
+    if kept.returncode != 0 or not kept.stdout.strip():
+        failures.append(what)
+        print(f"EMPTY {what}: the Linux build kept nothing ({kept.stderr[-400:]})")
+        return
+    same(f"cat of {what}", t.linux("cat", w, "--json"), kept)
+
+
 def main():
     exe, native, work = (Path(a).resolve() for a in sys.argv[1:4])
     work.mkdir(parents=True, exist_ok=True)
@@ -174,10 +199,19 @@ def main():
     for bag in inputs:
         same(f"info {bag}", t.wine("info", bag), t.linux("info", bag), paths=True)
         same(f"check {bag}", t.wine("check", bag), t.linux("check", bag), paths=True)
-        for topic in topics_of(t, bag):
+        topics = topics_of(t, bag)
+        for topic in topics:
             same(f"cat {bag} --topic {topic} --json",
                  t.wine("cat", bag, "--topic", topic, "--json"),
                  t.linux("cat", bag, "--topic", topic, "--json"))
+        # filter: an expression in rosbag filter's form (topic and receive
+        # time), and topics with a time window relative to the start; ROS
+        # 1 into a bag and into MCAP, the rest into MCAP.
+        expr = f"topic in ('{topics[0]}', '{topics[-1]}') and t.to_sec() > 0"
+        for ext in (".bag", ".mcap") if bag.suffix == ".bag" else (".mcap",):
+            filter_same(t, bag, ext, expr)
+        filter_same(t, bag, ".mcap", "--topics", topics[0], topics[-1],
+                    "--start", "+0ms", "--end", "+3600s")
         if bag.suffix != ".bag":
             continue
         for how, ext in ((), ".mcap"), (("--to", "ros2"), ".ros2"):
