@@ -306,10 +306,25 @@ fn make_read_only(file: &File, path: &Path) -> std::io::Result<()> {
 }
 
 /// Segment files of a bag directory, in segment order (`_<n>` numerically):
-/// closed `.mcap` files and `.mcap.active` ones.
+/// closed `.mcap` files and `.mcap.active` ones. Only the directory's own
+/// files: a symbolic link in it is no segment (on the data partition one
+/// may have been planted to make the recorder read, recover or delete
+/// something else), and is left out with a warning.
 pub fn segment_files(dir: &Path) -> Result<Vec<PathBuf>, FormatError> {
     let mut v: Vec<PathBuf> = fs::read_dir(dir)?
-        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            // file_type() does not follow the link it describes.
+            let link = e.file_type().is_ok_and(|t| t.is_symlink());
+            if link {
+                tracing::warn!(
+                    "{}: a symbolic link, not a segment; left out",
+                    e.path().display()
+                );
+            }
+            !link
+        })
+        .map(|e| e.path())
         .filter(|p| {
             let n = p.file_name().and_then(|n| n.to_str()).unwrap_or("");
             n.ends_with(".mcap") || n.ends_with(".mcap.active")
@@ -336,13 +351,20 @@ pub fn segment_files(dir: &Path) -> Result<Vec<PathBuf>, FormatError> {
     Ok(v)
 }
 
+/// The largest `metadata.yaml` read back: thousands of segments and
+/// topics take a few MiB.
+pub const MAX_METADATA_BYTES: u64 = 64 << 20;
+
 /// Rewrites `dir/metadata.yaml` from the summaries of the closed segments
 /// in `dir` (after a segment was deleted or recovered), keeping the
 /// version the existing file has (Humble when there is none). A segment
 /// whose summary does not read is left out.
 pub fn rewrite_metadata(dir: &Path) -> Result<BagMetadata, FormatError> {
-    let version = match fs::read_to_string(dir.join("metadata.yaml")) {
-        Ok(text) => BagMetadata::version_of(&text),
+    // Read without following a link and at most MAX_METADATA_BYTES: one
+    // planted as metadata.yaml (to /dev/zero, say) is no version to keep.
+    let version = match crate::nofollow::read_capped(&dir.join("metadata.yaml"), MAX_METADATA_BYTES)
+    {
+        Ok(text) => BagMetadata::version_of(&String::from_utf8_lossy(&text)),
         Err(_) => MetadataVersion::Humble,
     };
     let mut meta = BagMetadata {

@@ -106,6 +106,10 @@ impl Dir {
     }
 
     fn openat(&self, name: &str, flags: libc::c_int) -> io::Result<File> {
+        self.openat_mode(name, flags, 0o644)
+    }
+
+    fn openat_mode(&self, name: &str, flags: libc::c_int, mode: u32) -> io::Result<File> {
         let c = c_name(name)?;
         // SAFETY: the directory descriptor is open for the life of `self`,
         // `c` is NUL-terminated; the result is checked and then owned.
@@ -114,7 +118,7 @@ impl Dir {
                 self.raw(),
                 c.as_ptr(),
                 flags | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-                0o644 as libc::c_uint,
+                mode as libc::c_uint,
             )
         };
         if fd < 0 {
@@ -159,6 +163,40 @@ impl Dir {
             return Err(io::Error::last_os_error());
         }
         Ok(())
+    }
+
+    /// Makes the directory `name` (a link or anything else in its place is
+    /// an error, `AlreadyExists`, never followed) and opens it.
+    pub fn create_dir(&self, name: &str) -> io::Result<Dir> {
+        let c = c_name(name)?;
+        // SAFETY: the name is NUL-terminated and the descriptor is open.
+        if unsafe { libc::mkdirat(self.raw(), c.as_ptr(), 0o755) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        self.open_dir(name)
+    }
+
+    /// Opens the directory `name` in this one, refusing a link.
+    pub fn open_dir(&self, name: &str) -> io::Result<Dir> {
+        let file = match self.openat(name, libc::O_RDONLY | libc::O_DIRECTORY) {
+            Ok(file) => file,
+            // O_DIRECTORY | O_NOFOLLOW on a link says ENOTDIR: name it.
+            Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => {
+                ensure_real_dir(&self.path.join(name))?;
+                return Err(e);
+            }
+            Err(e) => return Err(e),
+        };
+        Ok(Dir {
+            path: self.path.join(name),
+            fd: file.into(),
+        })
+    }
+
+    /// Opens `name` for appending, creating it (mode 0600) when missing;
+    /// a link in its place is refused.
+    pub fn open_append(&self, name: &str) -> io::Result<File> {
+        self.openat_mode(name, libc::O_WRONLY | libc::O_APPEND | libc::O_CREAT, 0o600)
     }
 
     /// Reads the regular file `name`, at most `cap` bytes: a link, a FIFO
@@ -207,6 +245,33 @@ impl Dir {
         std::fs::remove_file(self.path.join(name))
     }
 
+    /// Makes the directory `name` and returns it.
+    pub fn create_dir(&self, name: &str) -> io::Result<Dir> {
+        let path = self.path.join(name);
+        std::fs::create_dir(&path)?;
+        Ok(Dir { path })
+    }
+
+    /// The directory `name` in this one, refusing a link.
+    pub fn open_dir(&self, name: &str) -> io::Result<Dir> {
+        Dir::open(&self.path.join(name))
+    }
+
+    /// Opens `name` for appending, creating it when missing.
+    pub fn open_append(&self, name: &str) -> io::Result<File> {
+        let path = self.path.join(name);
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Err(io::Error::other(format!(
+                "{} is a symbolic link",
+                path.display()
+            )));
+        }
+        std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(path)
+    }
+
     /// Reads the regular file `name`, at most `cap` bytes.
     pub fn read_capped(&self, name: &str, cap: u64) -> io::Result<Vec<u8>> {
         let path = self.path.join(name);
@@ -229,6 +294,28 @@ impl Dir {
     /// The directory's path.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Makes a new directory `<base>`, or `<base>_<k>` for the first `k`
+    /// whose name is free (a name taken by anything, a link included, is
+    /// passed over, never followed); returns its name and the directory.
+    pub fn create_unique_dir(&self, base: &str) -> io::Result<(String, Dir)> {
+        for k in 0..10_000u32 {
+            let name = if k == 0 {
+                base.to_owned()
+            } else {
+                format!("{base}_{k}")
+            };
+            match self.create_dir(&name) {
+                Ok(dir) => return Ok((name, dir)),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(io::Error::new(
+            io::ErrorKind::AlreadyExists,
+            format!("{}: 10000 names from {base} are taken", self.path.display()),
+        ))
     }
 
     /// Creates a temporary file `.<stem>.<random>.tmp`, returning its name.
@@ -286,6 +373,47 @@ fn read_regular(file: File, path: &Path, cap: u64) -> io::Result<Vec<u8>> {
         )));
     }
     Ok(bytes)
+}
+
+/// Creates `path` and its parents where missing, then opens it, refusing
+/// it when its last component is a link (a recordings root or `events/`
+/// that someone replaced with a link to elsewhere).
+pub fn create_dir_all(path: &Path) -> io::Result<Dir> {
+    std::fs::create_dir_all(path)?;
+    Dir::open(path)
+}
+
+/// Opens `path` for reading, refusing a link in its last component.
+pub fn open_read(path: &Path) -> io::Result<File> {
+    let link = || {
+        io::Error::other(format!(
+            "{} is a symbolic link; edgerec does not follow links on the data partition \
+             (remove it)",
+            path.display()
+        ))
+    };
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(path)
+            .map_err(|e| {
+                if e.raw_os_error() == Some(libc::ELOOP) {
+                    link()
+                } else {
+                    e
+                }
+            })
+    }
+    #[cfg(not(unix))]
+    {
+        if std::fs::symlink_metadata(path)?.file_type().is_symlink() {
+            return Err(link());
+        }
+        File::open(path)
+    }
 }
 
 /// Reads the regular file at `path`, at most `cap` bytes, without following
@@ -373,5 +501,32 @@ mod tests {
         // Refused at once, not blocked waiting for a writer.
         let err = read_capped(&fifo, 100).unwrap_err();
         assert!(err.to_string().contains("not a regular file"), "{err}");
+    }
+
+    #[test]
+    fn directories_are_made_beside_links_never_through_them() {
+        let d = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let dir = Dir::open(d.path()).unwrap();
+        // A link planted under the name a new directory would take is
+        // passed over: the directory gets the next name.
+        symlink(outside.path(), d.path().join("clip")).unwrap();
+        let (name, made) = dir.create_unique_dir("clip").unwrap();
+        assert_eq!(name, "clip_1");
+        made.create_new("a").unwrap();
+        assert!(d.path().join("clip_1/a").is_file());
+        // Opening a linked directory, or appending through a link, fails.
+        let err = dir.open_dir("clip").unwrap_err();
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+        std::fs::write(outside.path().join("log"), b"keep").unwrap();
+        symlink(outside.path().join("log"), d.path().join("log")).unwrap();
+        assert!(dir.open_append("log").is_err());
+        let mut f = dir.open_append("own").unwrap();
+        f.write_all(b"x").unwrap();
+        // create_dir_all refuses a linked last component.
+        let err = create_dir_all(&d.path().join("clip")).unwrap_err();
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+        assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 1);
+        assert_eq!(std::fs::read(outside.path().join("log")).unwrap(), b"keep");
     }
 }

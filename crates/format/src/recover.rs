@@ -34,6 +34,7 @@ use std::path::{Path, PathBuf};
 
 use crate::bag;
 use crate::chunk::{ChunkBuilder, ChunkCompressor, Compression, SealedChunk};
+use crate::nofollow;
 use crate::reader::{self, ReadOutcome, RecordReader};
 use crate::records::{self, op, MAGIC, RECORD_PREFIX};
 use crate::writer::McapWriter;
@@ -299,7 +300,9 @@ pub fn recover_file(path: &Path) -> Result<RecoveryReport, FormatError> {
     }
     let out = output_path(path);
     let replaces_itself = out == path;
-    let original_bytes = fs::metadata(path)?.len();
+    // A link in place of a segment is refused: recovering it would copy
+    // whatever it points at into the bag, and remove the link.
+    let original_bytes = nofollow::open_read(path)?.metadata()?.len();
     if replaces_itself && reader::check_file(path).is_ok() {
         return Ok(RecoveryReport {
             source: path.to_path_buf(),
@@ -381,6 +384,7 @@ pub fn recover_file(path: &Path) -> Result<RecoveryReport, FormatError> {
 /// file names, else Humble). A directory without any closed segment keeps
 /// its `metadata.yaml` as it is.
 pub fn recover_dir(dir: &Path) -> Result<Vec<RecoveryReport>, FormatError> {
+    nofollow::ensure_real_dir(dir)?;
     let mut reports = Vec::new();
     let files = bag::segment_files(dir)?;
     for p in &files {
@@ -419,8 +423,20 @@ pub fn dirs_with_active_segments(root: &Path) -> Result<Vec<PathBuf>, FormatErro
     };
     let mut dirs = Vec::new();
     for e in rd {
-        let p = e?.path();
-        if !p.is_dir() {
+        let e = e?;
+        let p = e.path();
+        // file_type() does not follow links: a link to a directory
+        // elsewhere is no session of ours, and recovering it would write
+        // (and delete) there.
+        let Ok(kind) = e.file_type() else { continue };
+        if kind.is_symlink() {
+            tracing::warn!(
+                "{}: a symbolic link, not a session; left alone",
+                p.display()
+            );
+            continue;
+        }
+        if !kind.is_dir() {
             continue;
         }
         let has_active = fs::read_dir(&p)?
@@ -748,8 +764,8 @@ fn rebuild<W: Write>(
     file_len: u64,
     make_sink: impl FnOnce() -> std::io::Result<W>,
 ) -> Result<Scan<W>, FormatError> {
-    let f = File::open(path)?;
-    let peek = File::open(path)?;
+    let f = nofollow::open_read(path)?;
+    let peek = nofollow::open_read(path)?;
     let mut br = BufReader::with_capacity(1 << 20, f);
     let nothing = |why: &str| Scan {
         sink: None,

@@ -578,3 +578,49 @@ fn a_closed_file_cut_in_its_summary_is_replaced_in_place() {
     let err = recover::recover_file(&recover::temp_path(&p)).unwrap_err();
     assert!(err.to_string().contains("interrupted recovery"), "{err}");
 }
+
+#[test]
+fn recovery_never_follows_a_link_planted_in_the_recordings_root() {
+    use std::os::unix::fs::symlink;
+    let w = write_file(Compression::Zstd { level: 3 });
+    let cut = w.chunks[4].end as usize + 100;
+    let data = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    // A directory elsewhere that looks like a session with a cut segment,
+    // linked into the root: recovering it would write and delete there.
+    active(outside.path(), "elsewhere_0", &w.bytes[..cut]);
+    symlink(outside.path(), data.path().join("linked_session")).unwrap();
+    // A session of ours whose cut segment is a link to a file elsewhere:
+    // recovering it would copy that file into the bag.
+    let secret = outside.path().join("secret.mcap.active");
+    fs::write(&secret, &w.bytes[..cut]).unwrap();
+    let sess = data.path().join("sess");
+    fs::create_dir(&sess).unwrap();
+    symlink(&secret, sess.join("sess_0.mcap.active")).unwrap();
+    let before: Vec<_> = fs::read_dir(outside.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+
+    let found = recover::recover_root(data.path()).unwrap();
+    // The linked session is not one; the linked segment is none either.
+    assert!(found
+        .iter()
+        .all(|r| r.dir != data.path().join("linked_session")));
+    for r in &found {
+        assert!(r.result.as_ref().map_or(true, |v| v.is_empty()), "{r:?}");
+    }
+    let after: Vec<_> = fs::read_dir(outside.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(before.len(), after.len(), "{after:?}");
+    assert!(outside.path().join("elsewhere_0.mcap.active").exists());
+    assert!(!sess.join("sess_0.mcap").exists());
+    // By hand: a linked segment or a linked directory is refused, named.
+    let err = recover::recover_file(&sess.join("sess_0.mcap.active")).unwrap_err();
+    assert!(err.to_string().contains("symbolic link"), "{err}");
+    let err = recover::recover_dir(&data.path().join("linked_session")).unwrap_err();
+    assert!(err.to_string().contains("symbolic link"), "{err}");
+    assert!(outside.path().join("elsewhere_0.mcap.active").exists());
+}

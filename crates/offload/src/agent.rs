@@ -664,8 +664,17 @@ impl Worker {
     }
 }
 
-/// The directories (`dirs`) or the files directly in `dir`, by name.
+/// The directories (`dirs`) or the files directly in `dir`, by name;
+/// none when `dir` is a symbolic link (`events/` or a session replaced by
+/// a link to elsewhere is not uploaded), and never a link in it.
 fn sorted_entries(dir: &Path, dirs: bool) -> Vec<PathBuf> {
+    if std::fs::symlink_metadata(dir).is_ok_and(|m| m.file_type().is_symlink()) {
+        tracing::warn!(
+            "offload: {} is a symbolic link; nothing under it is uploaded",
+            dir.display()
+        );
+        return Vec::new();
+    }
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
         .map(|rd| {
             rd.filter_map(|e| e.ok())
@@ -713,4 +722,40 @@ fn dir_bytes(dir: &Path) -> u64 {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    #[test]
+    fn what_is_picked_up_is_never_behind_a_link() {
+        let root = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::create_dir(outside.path().join("clip")).unwrap();
+        std::fs::write(outside.path().join("clip/a_0.mcap"), b"x").unwrap();
+        std::fs::write(outside.path().join("secret.mcap"), b"x").unwrap();
+        let session = root.path().join("rec_1");
+        std::fs::create_dir(&session).unwrap();
+        std::fs::write(session.join("rec_1_0.mcap"), b"x").unwrap();
+        symlink(
+            outside.path().join("secret.mcap"),
+            session.join("rec_1_1.mcap"),
+        )
+        .unwrap();
+        symlink(outside.path(), root.path().join("events")).unwrap();
+        symlink(outside.path(), root.path().join("rec_0")).unwrap();
+        // Neither the linked session nor the linked events/ is a directory
+        // to upload; a linked segment is no file of the session.
+        assert_eq!(
+            sorted_entries(root.path(), true),
+            std::slice::from_ref(&session)
+        );
+        assert!(sorted_entries(&root.path().join("events"), true).is_empty());
+        assert_eq!(
+            sorted_entries(&session, false),
+            [session.join("rec_1_0.mcap")]
+        );
+    }
 }

@@ -12,7 +12,7 @@
 //! last line cut by a power cut is ignored (its part is sent again); a
 //! journal that cannot be read is set aside, never trusted.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -124,16 +124,23 @@ impl Journal {
     /// What the journal holds for `key`, if anything readable.
     pub fn read(&self, bucket: &str, key: &str) -> Result<Option<Recorded>, OffloadError> {
         let path = self.path_of(bucket, key);
-        let meta = match std::fs::metadata(&path) {
+        // What is at the path, not what a link there points at.
+        let meta = match std::fs::symlink_metadata(&path) {
             Ok(m) => m,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(io(&path, "read the upload journal")(e)),
         };
+        if !meta.is_file() {
+            self.set_aside(&path, "not a regular file (a link, a FIFO or a directory)");
+            return Ok(None);
+        }
         if meta.len() > MAX_JOURNAL {
             self.set_aside(&path, "larger than any journal");
             return Ok(None);
         }
-        let text = std::fs::read_to_string(&path).map_err(io(&path, "read the upload journal"))?;
+        let bytes = edgerec_format::nofollow::read_capped(&path, MAX_JOURNAL)
+            .map_err(io(&path, "read the upload journal"))?;
+        let text = String::from_utf8_lossy(&bytes);
         match parse(&text) {
             Some(r) if r.header.bucket == bucket && r.header.key == key => Ok(Some(r)),
             _ => {
@@ -158,29 +165,23 @@ impl Journal {
     /// Starts the journal of a new upload: its header, durable before the
     /// first part is sent.
     pub fn begin(&self, header: &Header) -> Result<Entry, OffloadError> {
-        std::fs::create_dir_all(&self.dir)
+        // Made relative to the directory's descriptor under a random
+        // temporary name, then renamed: a link planted in the journal
+        // directory is never written through.
+        let dir = edgerec_format::nofollow::create_dir_all(&self.dir)
             .map_err(io(&self.dir, "create the journal directory"))?;
         let path = self.path_of(&header.bucket, &header.key);
-        let tmp = path.with_extension("new");
-        let line = serde_json::to_string(header).unwrap_or_default();
-        {
-            let mut f = File::create(&tmp).map_err(io(&tmp, "create the upload journal"))?;
-            f.write_all(line.as_bytes())
-                .and_then(|_| f.write_all(b"\n"))
-                .and_then(|_| f.sync_data())
-                .map_err(io(&tmp, "write the upload journal"))?;
-        }
-        std::fs::rename(&tmp, &path).map_err(io(&path, "rename the upload journal"))?;
-        sync_dir(&self.dir);
+        let mut line = serde_json::to_string(header).unwrap_or_default();
+        line.push('\n');
+        dir.write_atomic(&file_name(&path), line.as_bytes())
+            .map_err(io(&path, "write the upload journal"))?;
         self.open(header)
     }
 
     /// Opens the journal of an upload that goes on, for appending.
     pub fn open(&self, header: &Header) -> Result<Entry, OffloadError> {
         let path = self.path_of(&header.bucket, &header.key);
-        let file = OpenOptions::new()
-            .append(true)
-            .open(&path)
+        let file = crate::platform::open_append_existing(&path)
             .map_err(io(&path, "open the upload journal"))?;
         Ok(Entry { path, file })
     }
@@ -196,8 +197,8 @@ impl Journal {
                 e.metadata()
                     .is_ok_and(|m| m.is_file() && m.len() <= MAX_JOURNAL)
             })
-            .filter_map(|e| std::fs::read_to_string(e.path()).ok())
-            .filter_map(|t| parse(&t))
+            .filter_map(|e| edgerec_format::nofollow::read_capped(&e.path(), MAX_JOURNAL).ok())
+            .filter_map(|t| parse(&String::from_utf8_lossy(&t)))
             .collect()
     }
 
@@ -220,6 +221,13 @@ impl Entry {
             .and_then(|_| self.file.sync_data())
             .map_err(io(&self.path, "write the upload journal"))
     }
+}
+
+/// The last component of `path` (a journal's name in its directory).
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 fn sync_dir(dir: &Path) {
@@ -264,7 +272,10 @@ mod tests {
         drop(e);
         // A power cut in the middle of the third line.
         let path = j.path_of("fleet", "v/s/f.mcap");
-        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap();
         f.write_all(b"{\"part\":3,\"etag\":\"\\\"et").unwrap();
         drop(f);
         let r = j.read("fleet", "v/s/f.mcap").unwrap().unwrap();
@@ -288,5 +299,47 @@ mod tests {
         assert!(path.with_extension("bad").exists());
         assert!(parse("").is_none());
         assert!(parse("{\"v\":2}").is_none());
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn links_planted_in_the_journal_directory_are_never_followed() {
+        let d = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let victim = outside.path().join("victim");
+        std::fs::write(&victim, b"keep").unwrap();
+        let j = Journal::new(d.path());
+        let h = header();
+        let path = j.path_of(&h.bucket, &h.key);
+        // A link as the journal: read sets the link aside, never reads
+        // what it points at; begin replaces a link, never writes through.
+        std::os::unix::fs::symlink(&victim, &path).unwrap();
+        assert_eq!(j.read(&h.bucket, &h.key).unwrap(), None);
+        assert!(std::fs::symlink_metadata(path.with_extension("bad"))
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        std::os::unix::fs::symlink(&victim, &path).unwrap();
+        std::os::unix::fs::symlink(&victim, path.with_extension("new")).unwrap();
+        let mut e = j.begin(&h).unwrap();
+        e.acknowledged(&Part {
+            part: 1,
+            etag: "\"e\"".into(),
+            md5: "m".into(),
+        })
+        .unwrap();
+        assert_eq!(j.read(&h.bucket, &h.key).unwrap().unwrap().parts.len(), 1);
+        assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
+        // /dev/zero as a journal is set aside, not read until memory ends.
+        std::fs::remove_file(&path).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", &path).unwrap();
+        assert_eq!(j.read(&h.bucket, &h.key).unwrap(), None);
+        assert!(j.all().is_empty());
+        // The journal directory itself a link: refused.
+        let linked = d.path().join("linked");
+        std::os::unix::fs::symlink(outside.path(), &linked).unwrap();
+        let err = Journal::new(&linked).begin(&h).unwrap_err();
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+        assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 1);
     }
 }

@@ -55,7 +55,10 @@ impl Ledger {
         if dir.as_os_str().is_empty() {
             return Ok(Ledger::default());
         }
-        std::fs::create_dir_all(dir)?;
+        // The directory (a link in its place refused) is opened once and
+        // the ledger made and replaced relative to it: a link planted as
+        // the ledger or its temporary file is never written through.
+        let handle = edgerec_format::nofollow::create_dir_all(dir)?;
         let path = dir.join(LEDGER);
         let mut text = Vec::new();
         if let Ok(f) = crate::platform::open_private(&path) {
@@ -72,18 +75,13 @@ impl Ledger {
         }
         if dropped > 0 {
             // Rewritten whole, then renamed over the old one.
-            let tmp = dir.join(".sent.jsonl.tmp");
-            let mut out = std::fs::File::create(&tmp)?;
-            for (p, b) in &sent {
-                out.write_all(&line_bytes(p, *b, ""))?;
-            }
-            out.sync_all()?;
-            std::fs::rename(&tmp, &path)?;
+            let text: Vec<u8> = sent
+                .iter()
+                .flat_map(|(p, b)| line_bytes(p, *b, ""))
+                .collect();
+            handle.write_atomic(LEDGER, &text)?;
         }
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)?;
+        let file = handle.open_append(LEDGER)?;
         Ok(Ledger {
             sent: Arc::new(RwLock::new(sent)),
             file: Some(Arc::new(Mutex::new(file))),
@@ -193,5 +191,28 @@ mod tests {
         let mem = Ledger::open(Path::new("")).unwrap();
         mem.record(&a, 1, "k");
         assert!(mem.has(&a));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_link_planted_as_the_ledger_or_its_temporary_file_is_not_written_through() {
+        let d = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let victim = outside.path().join("victim");
+        std::fs::write(&victim, b"keep").unwrap();
+        let j = d.path().join("j");
+        std::fs::create_dir(&j).unwrap();
+        // The name the old code rewrote through, and the ledger itself.
+        std::os::unix::fs::symlink(&victim, j.join(".sent.jsonl.tmp")).unwrap();
+        std::os::unix::fs::symlink(&victim, j.join(LEDGER)).unwrap();
+        let err = Ledger::open(&j).unwrap_err();
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+        std::fs::remove_file(j.join(LEDGER)).unwrap();
+        // A ledger that lists a gone file is rewritten beside the link.
+        std::fs::write(j.join(LEDGER), line_bytes(&d.path().join("gone"), 1, "k")).unwrap();
+        let l = Ledger::open(&j).unwrap();
+        l.record(&victim, 4, "k");
+        assert_eq!(std::fs::read(&victim).unwrap(), b"keep");
+        assert!(Ledger::open(&j).unwrap().has(&victim));
     }
 }

@@ -54,12 +54,22 @@ pub fn mtime_ns(m: &std::fs::Metadata) -> i128 {
 /// Opens a file that holds a secret for reading, refusing a symbolic
 /// link (`Err` of kind `InvalidInput`), and without blocking on a FIFO.
 pub fn open_private(path: &Path) -> io::Result<File> {
+    open_no_link(path, std::fs::OpenOptions::new().read(true))
+}
+
+/// Opens an existing file for appending, refusing a symbolic link in its
+/// place (an upload journal on the data partition).
+pub fn open_append_existing(path: &Path) -> io::Result<File> {
+    open_no_link(path, std::fs::OpenOptions::new().append(true))
+}
+
+/// Opens `path` as `opts` say, refusing a symbolic link in its place
+/// (`Err` of kind `InvalidInput`), and without blocking on a FIFO.
+fn open_no_link(path: &Path, opts: &mut std::fs::OpenOptions) -> io::Result<File> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt as _;
-        std::fs::OpenOptions::new()
-            .read(true)
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
+        opts.custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK)
             .open(path)
             .map_err(|e| {
                 if e.raw_os_error() == Some(libc::ELOOP) {
@@ -77,7 +87,7 @@ pub fn open_private(path: &Path) -> io::Result<File> {
                 "a symbolic link",
             ));
         }
-        File::open(path)
+        opts.open(path)
     }
 }
 

@@ -74,49 +74,50 @@ impl Session {
         storage: WriterOptions,
         library: String,
     ) -> Result<Self, RecorderError> {
-        std::fs::create_dir_all(root).map_err(|e| RecorderError::Path {
-            path: root.to_path_buf(),
-            what: "create the recordings root",
-            source: e,
-        })?;
+        // A root that is a link (to a directory outside the data
+        // partition) is refused; the session directory is made in the
+        // root's descriptor, beside (never through) a link planted under
+        // the name it would take.
+        let parent =
+            edgerec_format::nofollow::create_dir_all(root).map_err(|e| RecorderError::Path {
+                path: root.to_path_buf(),
+                what: "create the recordings root",
+                source: e,
+            })?;
         let base = format!("{prefix}_{}", utc_stamp(now_ns));
-        for k in 0..10_000u32 {
-            let name = if k == 0 {
-                base.clone()
-            } else {
-                format!("{base}_{k}")
-            };
-            let dir = root.join(&name);
-            match std::fs::create_dir(&dir) {
-                Ok(()) => {
-                    let _ = bag::sync_dir(root);
-                    return Ok(Self {
-                        dir,
-                        name,
-                        bag: BagMetadata {
-                            version,
-                            ..Default::default()
-                        },
-                        next_index: 0,
-                        storage,
-                        library,
-                    });
-                }
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-                Err(e) => {
-                    return Err(RecorderError::Path {
-                        path: dir,
-                        what: "create the session directory",
-                        source: e,
-                    })
-                }
-            }
+        let (name, _) = parent
+            .create_unique_dir(&base)
+            .map_err(|e| RecorderError::Path {
+                path: root.join(&base),
+                what: if e.kind() == io::ErrorKind::AlreadyExists {
+                    "find an unused session name"
+                } else {
+                    "create the session directory"
+                },
+                source: e,
+            })?;
+        let _ = parent.sync();
+        Ok(Self::new(root.join(&name), name, version, storage, library))
+    }
+
+    fn new(
+        dir: PathBuf,
+        name: String,
+        version: MetadataVersion,
+        storage: WriterOptions,
+        library: String,
+    ) -> Self {
+        Self {
+            dir,
+            name,
+            bag: BagMetadata {
+                version,
+                ..Default::default()
+            },
+            next_index: 0,
+            storage,
+            library,
         }
-        Err(RecorderError::Path {
-            path: root.join(base),
-            what: "find an unused session name",
-            source: io::Error::from(io::ErrorKind::AlreadyExists),
-        })
     }
 
     /// A session in exactly `dir` (rosbag2's `-o`), which must not exist
@@ -157,17 +158,13 @@ impl Session {
         if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
             let _ = bag::sync_dir(parent);
         }
-        Ok(Self {
-            dir: dir.to_path_buf(),
+        Ok(Self::new(
+            dir.to_path_buf(),
             name,
-            bag: BagMetadata {
-                version,
-                ..Default::default()
-            },
-            next_index: 0,
+            version,
             storage,
             library,
-        })
+        ))
     }
 
     /// The bag directory.
@@ -513,6 +510,7 @@ pub struct ClosedSegment {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use edgerec_format::nofollow::is_real_dir;
 
     #[test]
     fn utc_stamp_matches_known_dates() {
@@ -521,5 +519,39 @@ mod tests {
         assert_eq!(utc_stamp(1_796_218_067_000_000_000), "20261202T132747Z");
         // 2000-02-29 (leap day) 23:59:59
         assert_eq!(utc_stamp(951_868_799_000_000_000), "20000229T235959Z");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_linked_root_is_refused_and_a_planted_session_link_is_passed_over() {
+        use std::os::unix::fs::symlink;
+        let data = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let make = |root: &Path| {
+            Session::create(
+                root,
+                "rec",
+                1_796_218_067_000_000_000,
+                MetadataVersion::Humble,
+                WriterOptions::default(),
+                "test".into(),
+            )
+        };
+        // The recordings root itself a link to elsewhere: refused, named.
+        let linked = data.path().join("recordings");
+        symlink(outside.path(), &linked).unwrap();
+        let err = make(&linked).err().unwrap().to_string();
+        assert!(err.contains("symbolic link"), "{err}");
+        std::fs::remove_file(&linked).unwrap();
+        // A link planted under the name the session would take: the
+        // session is made beside it, and nothing is made through it.
+        std::fs::create_dir(&linked).unwrap();
+        symlink(outside.path(), linked.join("rec_20261202T132747Z")).unwrap();
+        let mut s = make(&linked).unwrap();
+        assert_eq!(s.name(), "rec_20261202T132747Z_1");
+        assert!(is_real_dir(s.dir()));
+        let seg = s.open_segment(&[]).unwrap();
+        drop(seg);
+        assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
     }
 }

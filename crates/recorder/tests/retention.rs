@@ -1162,3 +1162,41 @@ fn a_clip_not_at_the_store_is_kept_and_the_pause_says_why() {
     );
     assert_eq!(r.status().deleted_unsent, 1);
 }
+
+#[test]
+fn links_planted_in_the_root_are_never_counted_or_deleted_through() {
+    use std::os::unix::fs::symlink;
+    let l = layout();
+    let cap = disk_total(&l.root);
+    let outside = tempfile::tempdir().unwrap();
+    let old = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000_000);
+    // A session elsewhere, older than all of ours, linked in as a session.
+    let elsewhere = outside.path().join("rec_20010101T000000Z");
+    fs::create_dir(&elsewhere).unwrap();
+    let (far_segment, _) = closed_segment(&elsewhere, 0, 20 * KIB, old);
+    edgerec_format::bag::rewrite_metadata(&elsewhere).unwrap();
+    symlink(&elsewhere, l.root.join("rec_20010101T000000Z")).unwrap();
+    // events/ a link to a directory elsewhere holding an old clip.
+    let (far_clip, _) = clip(outside.path(), "ctl_20010101T000000Z", 10 * KIB, old, false);
+    symlink(outside.path().join("events"), l.root.join("events")).unwrap();
+    // A "segment" of session A that is a link to a file elsewhere.
+    let far_file = outside.path().join("file.mcap");
+    fs::write(&far_file, vec![0u8; 4096]).unwrap();
+    symlink(&far_file, l.dirs[0].join("rec_20260601T0A0000Z_9.mcap")).unwrap();
+
+    let mut r = Retention::new(&l.root, cap_only(cap));
+    assert!(proceed(r.make_room(0, &l.active).unwrap()).is_empty());
+    // The links count for nothing.
+    assert_eq!(r.status().recorded_bytes, cap);
+    // Room for one segment: the oldest of ours goes, not the older one
+    // behind the link.
+    let up = upcoming_to_delete(&r, cap, &[l.segs[0].1]);
+    assert_eq!(
+        proceed(r.make_room(up, &l.active).unwrap()),
+        [l.segs[0].0.clone()]
+    );
+    assert!(far_segment.exists() && far_file.exists());
+    assert!(far_clip.join("metadata.yaml").exists());
+    assert!(elsewhere.join("metadata.yaml").exists());
+    assert_eq!(fs::read(&far_file).unwrap(), vec![0u8; 4096]);
+}

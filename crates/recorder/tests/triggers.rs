@@ -746,3 +746,38 @@ fn a_clip_lists_at_most_256_events() {
     assert_eq!(rb.metadata["edgerec.clip"]["events"], "256");
     assert_eq!(rb.metadata["edgerec.clip"]["events_over_cap"], "44");
 }
+
+#[cfg(unix)]
+#[test]
+fn a_linked_events_directory_gets_no_clip_and_nothing_is_written_through_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    // Someone with the drive in hand made events/ a link to elsewhere.
+    std::os::unix::fs::symlink(outside.path(), dir.path().join("events")).unwrap();
+    let rec = Recorder::start(
+        options(dir.path(), vec![]),
+        sources(None, None),
+        Arc::new(SystemClock),
+    )
+    .unwrap();
+    let status = rec.status_handle();
+    std::thread::sleep(Duration::from_millis(1_000));
+    assert!(status.trigger("", "test"));
+    std::thread::sleep(Duration::from_millis(2_600));
+    let events = status.events().unwrap();
+    let report = rec.stop().unwrap();
+    assert_eq!(report.status.drops(), 0);
+    assert_eq!(
+        std::fs::read_dir(outside.path()).unwrap().count(),
+        0,
+        "a clip was written through the link"
+    );
+    assert!(
+        events
+            .clip_errors
+            .iter()
+            .any(|e| e.contains("events") && e.contains("symbolic link")),
+        "{:?}",
+        events.clip_errors
+    );
+}

@@ -16,6 +16,7 @@ use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use edgerec_format::chunk::{ChunkBuilder, ChunkCompressor, Compression};
+use edgerec_format::nofollow::{self, Dir};
 use edgerec_format::records::{Channel, Schema};
 use edgerec_format::writer::{McapWriter, PROFILE_ROS2};
 use edgerec_source::ChannelSpec;
@@ -97,7 +98,11 @@ pub enum ClipError {
 /// A clip being written.
 pub(crate) struct Clip {
     dir: PathBuf,
+    /// The clip's directory, opened once: its file is made, and renamed,
+    /// relative to it (a link planted in `events/` is never followed).
+    handle: Dir,
     active: PathBuf,
+    active_name: String,
     mcap: McapWriter<BufWriter<File>>,
     builder: ChunkBuilder,
     compressor: ChunkCompressor,
@@ -123,19 +128,6 @@ pub(crate) struct Clip {
     last_log_time: Option<u64>,
 }
 
-/// The directory of a new clip of `rule` triggered at `at_ns`:
-/// `<events>/<rule>_<UTC>`, with `_<k>` added when it exists.
-fn clip_dir(events: &Path, rule: &str, at_ns: u64) -> PathBuf {
-    let base = format!("{rule}_{}", utc_stamp(at_ns));
-    let mut dir = events.join(&base);
-    let mut k = 1;
-    while dir.exists() {
-        dir = events.join(format!("{base}_{k}"));
-        k += 1;
-    }
-    dir
-}
-
 impl Clip {
     /// Creates the clip's directory and file for an event at `at_ns`;
     /// its messages start at `start`.
@@ -152,15 +144,21 @@ impl Clip {
             what,
             source,
         };
-        std::fs::create_dir_all(events).map_err(|e| io(events, "create directory", e))?;
-        let dir = clip_dir(events, &first.rule, first.at_ns);
-        std::fs::create_dir(&dir).map_err(|e| io(&dir, "create directory", e))?;
-        let name = dir
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let active = dir.join(format!("{name}_0.mcap.active"));
-        let file = File::create(&active).map_err(|e| io(&active, "create", e))?;
+        // `events/` itself a link (to a directory outside the data
+        // partition) is refused; the clip's directory is `<rule>_<UTC>`,
+        // or the next free `_<k>` beside anything already named so.
+        let parent =
+            nofollow::create_dir_all(events).map_err(|e| io(events, "create directory", e))?;
+        let base = format!("{}_{}", first.rule, utc_stamp(first.at_ns));
+        let (name, handle) = parent
+            .create_unique_dir(&base)
+            .map_err(|e| io(&events.join(&base), "create directory", e))?;
+        let dir = events.join(&name);
+        let active_name = format!("{name}_0.mcap.active");
+        let active = dir.join(&active_name);
+        let file = handle
+            .create_new(&active_name)
+            .map_err(|e| io(&active, "create", e))?;
         let mcap = McapWriter::new(
             BufWriter::with_capacity(1 << 20, file),
             PROFILE_ROS2,
@@ -174,7 +172,9 @@ impl Clip {
             ChunkCompressor::new(compression).map_err(|e| io(&active, "set up compression", e))?;
         Ok(Clip {
             dir,
+            handle,
             active,
+            active_name,
             mcap,
             builder: ChunkBuilder::new(CLIP_CHUNK + CLIP_CHUNK / 4),
             compressor,
@@ -382,14 +382,19 @@ impl Clip {
         let file = sink
             .into_inner()
             .map_err(|e| io(&self.active, "write", e.into_error()))?;
-        file.sync_data()
-            .map_err(|e| io(&self.active, "fdatasync", e))?;
-        let done = self.active.with_extension("");
-        std::fs::rename(&self.active, &done).map_err(|e| io(&self.active, "rename", e))?;
-        let _ =
-            std::fs::set_permissions(&done, std::os::unix::fs::PermissionsExt::from_mode(0o444));
+        // Read-only through the descriptor, then durable, then its final
+        // name: never a chmod by path, which would follow a link.
+        let _ = file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o444));
+        file.sync_all().map_err(|e| io(&self.active, "fsync", e))?;
+        let done_name = self
+            .active_name
+            .strip_suffix(".active")
+            .unwrap_or(&self.active_name);
+        self.handle
+            .rename(&self.active_name, done_name)
+            .map_err(|e| io(&self.active, "rename", e))?;
         edgerec_format::bag::rewrite_metadata(&self.dir).map_err(fmt(&self.dir))?;
-        edgerec_format::bag::sync_dir(&self.dir).map_err(|e| io(&self.dir, "fsync", e))?;
+        self.handle.sync().map_err(|e| io(&self.dir, "fsync", e))?;
         Ok(self.dir)
     }
 
