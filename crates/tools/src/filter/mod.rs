@@ -5,13 +5,15 @@
 //! into an MCAP file or a new bag directory ([`write`]) or a ROS 1 bag
 //! ([`ros1`]).
 //!
-//! Streaming: one input chunk and one output chunk in memory at a time,
-//! whatever the input's size. Chunks that cannot hold a kept message (by
+//! Streaming: a few input chunks (two per core decompressing them,
+//! `decompress.rs`) and one output chunk in memory at a time, whatever the
+//! input's size. Chunks that cannot hold a kept message (by
 //! their index: channels and time range) are not read. An input file that
 //! is cut or corrupt is filtered up to the damage ([`read`]); the output is
 //! still complete and valid, and the damage is reported for the command to
 //! warn and end non-zero. The output is refused when it exists.
 
+mod decompress;
 pub mod expr;
 pub mod read;
 pub mod ros1;

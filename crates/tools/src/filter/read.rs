@@ -22,6 +22,7 @@ use edgerec_format::reader::{decompress_chunk, FileSummary, ReadOutcome, RecordR
 use edgerec_format::records::{self, op, Channel, MessageRef, Schema, MAGIC};
 
 use crate::error::{Result, ToolError};
+use crate::filter::decompress::{self, RawChunk};
 use crate::filter::topics::Topics;
 
 /// The largest record read front to back (`mcap.chunk_size` is at most
@@ -147,51 +148,66 @@ fn read_indexed(
         })
         .collect();
     chunks.sort_by_key(|c| c.chunk_start_offset);
-    let mut buf = Vec::new();
-    for c in chunks {
-        let at = c.chunk_start_offset;
-        let room = file_len.saturating_sub(at);
-        if c.chunk_length > room || c.chunk_length < records::RECORD_PREFIX as u64 {
-            return Ok(Some(damage(
-                path,
+    // Chunks are read here, in file order, decompressed on every core
+    // (decompress.rs) and their messages handed on here in that order.
+    let mut todo = chunks.into_iter();
+    let mut found: Option<Damage> = None;
+    let mut index_damage: Option<Damage> = None;
+    decompress::in_order::<ToolError>(
+        decompress::workers(),
+        || {
+            let Some(c) = todo.next() else {
+                return Ok(None);
+            };
+            let at = c.chunk_start_offset;
+            let room = file_len.saturating_sub(at);
+            if c.chunk_length > room || c.chunk_length < records::RECORD_PREFIX as u64 {
+                index_damage = Some(damage(
+                    path,
+                    at,
+                    format!(
+                        "the chunk index claims a chunk of {} bytes where {room} are left",
+                        c.chunk_length
+                    ),
+                ));
+                return Ok(None);
+            }
+            let Ok(len) = usize::try_from(c.chunk_length) else {
+                index_damage = Some(damage(path, at, "a chunk larger than memory"));
+                return Ok(None);
+            };
+            let mut buf = vec![0; len];
+            f.seek(SeekFrom::Start(at)).map_err(ToolError::io(path))?;
+            f.read_exact(&mut buf).map_err(ToolError::io(path))?;
+            if buf[0] != op::CHUNK {
+                index_damage = Some(damage(
+                    path,
+                    at,
+                    "the chunk index points at no Chunk record",
+                ));
+                return Ok(None);
+            }
+            Ok(Some(RawChunk {
                 at,
-                format!(
-                    "the chunk index claims a chunk of {} bytes where {room} are left",
-                    c.chunk_length
-                ),
-            )));
-        }
-        let Ok(len) = usize::try_from(c.chunk_length) else {
-            return Ok(Some(damage(path, at, "a chunk larger than memory")));
-        };
-        buf.resize(len, 0);
-        f.seek(SeekFrom::Start(at)).map_err(ToolError::io(path))?;
-        f.read_exact(&mut buf).map_err(ToolError::io(path))?;
-        if buf[0] != op::CHUNK {
-            return Ok(Some(damage(
-                path,
-                at,
-                "the chunk index points at no Chunk record",
-            )));
-        }
-        if let Some(d) = chunk(
-            path,
-            at,
-            &buf[records::RECORD_PREFIX..],
-            &mut kept,
-            scope,
-            sink,
-            false,
-        )? {
-            return Ok(Some(d));
-        }
-    }
-    Ok(None)
+                bytes: buf,
+                body_from: records::RECORD_PREFIX,
+            }))
+        },
+        |at, raw| {
+            let d = match raw {
+                Ok(raw) => chunk_records(path, at, &raw, &mut kept, scope, sink, false)?,
+                Err(what) => Some(damage(path, at, what)),
+            };
+            found = d;
+            Ok(found.is_none())
+        },
+    )?;
+    // Damage met while handing chunks on lies before any the reading met.
+    Ok(found.or(index_damage))
 }
 
-/// The messages of one Chunk record's body; with `linear`, the Schema and
-/// Channel records inside it too (a summary lists them otherwise), a kept
-/// channel joining `kept`.
+/// The messages of one Chunk record's body, decompressed here (a linear
+/// read); see [`chunk_records`].
 fn chunk(
     path: &Path,
     at: u64,
@@ -209,7 +225,22 @@ fn chunk(
         Ok(r) => r,
         Err(e) => return Ok(Some(damage(path, at, e.to_string()))),
     };
-    for inner in records::RecordIter::new(&raw, 0) {
+    chunk_records(path, at, &raw, kept, scope, sink, linear)
+}
+
+/// The messages of one chunk's decompressed records `raw`; with `linear`,
+/// the Schema and Channel records inside it too (a summary lists them
+/// otherwise), a kept channel joining `kept`.
+fn chunk_records(
+    path: &Path,
+    at: u64,
+    raw: &[u8],
+    kept: &mut Kept,
+    scope: &Scope<'_>,
+    sink: &mut dyn Sink,
+    linear: bool,
+) -> Result<Option<Damage>> {
+    for inner in records::RecordIter::new(raw, 0) {
         let Ok(inner) = inner else {
             return Ok(Some(damage(path, at, "a record inside the chunk is cut")));
         };
