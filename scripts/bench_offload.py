@@ -98,7 +98,10 @@ def main() -> int:
     if not s3rver.exists():
         sys.exit(f"bench_offload: s3rver is missing at {s3rver} (scripts/bench installs it)")
 
-    work = Path(tempfile.mkdtemp(prefix="edgerec-bench-offload-"))
+    # Beside the recordings root, on the same mount: the earlier session
+    # is hard-linked from here into it (scripts/test bind-mounts the clone,
+    # and a link across mount points fails with EXDEV even on one disk).
+    work = Path(tempfile.mkdtemp(prefix="offload-seeds-", dir=d))
     shm = Path(tempfile.mkdtemp(prefix="edgerec-bench-offload-store-", dir="/dev/shm"))
     server = None
     try:

@@ -38,6 +38,15 @@ included), its output thrown away:
                   one; both write an uncompressed ROS 1 bag. edgerec's
                   peak RSS (the process's maximum resident set) is
                   reported too.
+  filter MCAP     edgerec-tools filter DIR OUT.mcap --topics T --start MIDns
+                  --compression zstd (DIR: the bag converted to a rosbag2
+                  directory of one zstd-chunked MCAP file first, by
+                  edgerec-tools convert; T and MID as above), once with a
+                  decompression thread per core and once with --threads 1,
+                  against the same selection made with the Python mcap
+                  library (make_reader().iter_messages(topics, start_time)
+                  into its Writer, zstd chunks): what Foxglove's `mcap
+                  filter` does, whose Go binary cannot be installed here.
 
 The Python loops only deserialize; edgerec-tools cat also prints every
 message as JSON (an image is about 3.5 MB of text), so the cat ratios are
@@ -53,7 +62,8 @@ usage: bench_tools.py [--short] [--rounds N] [--bin PATH] [--json FILE]
                       [--kind images|small] [--images N] [--only WHAT]
 
 --images N writes N images (and 125 Imu each) instead (2200: a 2 GB bag);
---only filter|convert|info|cat (repeatable) runs only those pairs.
+--only filter|convert|info|cat (repeatable) runs only those pairs (filter:
+both filter pairs).
 
 --bin defaults to target/release/edgerec-tools (under CARGO_TARGET_DIR when
 set), built with `cargo build --release -p edgerec-tools --bin
@@ -65,6 +75,7 @@ Internal (what the rounds run; each prints nothing):
   bench_tools.py --make-bag BAG [--short] [--compression C]   (/usr/bin/python3)
   bench_tools.py --read rosbag BAG                            (/usr/bin/python3)
   bench_tools.py --read rosbags BAG                           (the venv)
+  bench_tools.py --mcap-filter IN.mcap OUT.mcap TOPIC START_NS  (the venv)
 """
 import argparse
 import json
@@ -177,6 +188,32 @@ def read_rosbags(path):
     return n
 
 
+def mcap_filter(src, dst, topic, start_ns):
+    """What `mcap filter --include-topic-regex T --start-nsecs S` does, with
+    the Python mcap library (Foxglove's Go CLI cannot be installed here):
+    the messages of `topic` logged at or after `start_ns`, with their
+    schemas and channels, into a new zstd-chunked MCAP file."""
+    from mcap.reader import make_reader
+    from mcap.writer import CompressionType, Writer
+
+    n = 0
+    with open(src, "rb") as f, open(dst, "wb") as o:
+        r = make_reader(f)
+        w = Writer(o, compression=CompressionType.ZSTD)
+        w.start(profile=r.get_header().profile, library="bench_tools mcap_filter")
+        schemas, channels = {}, {}
+        for schema, channel, m in r.iter_messages(topics=[topic], start_time=start_ns):
+            if channel.id not in channels:
+                if schema.id not in schemas:
+                    schemas[schema.id] = w.register_schema(schema.name, schema.encoding, schema.data)
+                channels[channel.id] = w.register_channel(channel.topic, channel.message_encoding,
+                                                          schemas[schema.id], dict(channel.metadata))
+            w.add_message(channels[channel.id], m.log_time, m.data, m.publish_time, m.sequence)
+            n += 1
+        w.finish()
+    return n
+
+
 # --- the bench -------------------------------------------------------------------
 
 def q(cmd):
@@ -274,6 +311,12 @@ def bench_bag(a, tools, kind):
     topic = "/camera/image" if kind == "images" else "/imu"
     expr = f"topic == '{topic}' and m.header.stamp.to_sec() > {mid}"
     f_out, f_out2 = work / "edgerec-filtered.bag", work / "rosbag-filtered.bag"
+    # The same bag as MCAP with zstd chunks (what edgerec and rosbag2
+    # record), for filter against the MCAP library: the topic's second
+    # half by log time.
+    mcap_dir = work / f"bench-{kind}-mcap"
+    mid_ns = int(mid * 1e9)
+    m_out, m_out2 = work / "edgerec-filtered.mcap", work / "python-filtered.mcap"
     pairs = [
         ("convert --to ros2", "rosbags-convert (mcap)",
          ([tools, "convert", "--to", "ros2", "--compression", "none", bag, out], rmtree(out)),
@@ -291,8 +334,29 @@ def bench_bag(a, tools, kind):
          ([tools, "filter", bag, f_out, expr], unlink(f_out)),
          ([ROSBAG, "filter", bag, f_out2, expr], unlink(f_out2))),
     ]
+    mcap_filter_cmd = ([VENV_PY, SELF, "--mcap-filter", "MCAP", m_out2, topic, str(mid_ns)], unlink(m_out2))
+    for threads in ([], ["--threads", "1"]):
+        pairs.append((" ".join(["filter MCAP"] + threads), "mcap library filter",
+                      ([tools, "filter", mcap_dir, m_out, "--topics", topic, "--start", f"{mid_ns}ns",
+                        "--compression", "zstd"] + threads, unlink(m_out)),
+                      mcap_filter_cmd))
     if a.only:
         pairs = [p for p in pairs if p[0].split()[0] in a.only]
+    mcap_mb = 0.0
+    if any(p[0].startswith("filter MCAP") for p in pairs):
+        rmtree(mcap_dir)()
+        conv = [tools, "convert", "--to", "ros2", "--compression", "zstd", bag, mcap_dir]
+        subprocess.run([str(c) for c in conv], check=True, stdout=subprocess.DEVNULL)
+        mcaps = sorted(mcap_dir.glob("*.mcap"))
+        if len(mcaps) != 1:
+            sys.exit(f"bench_tools: {q(conv)} wrote {len(mcaps)} MCAP files, not one")
+        print(f"==> {mcaps[0]}: {mcaps[0].stat().st_size / 1e6:.1f} MB (zstd chunks), from {q(conv)}",
+              file=sys.stderr, flush=True)
+        pairs = [(w, o, e, ([mcaps[0] if c == "MCAP" else c for c in ocmd], oclean))
+                 for (w, o, e, (ocmd, oclean)) in pairs]
+        mcap_mb = mcaps[0].stat().st_size / 1e6
+    # Throughput is of the pair's input: the ROS 1 bag, or the MCAP file.
+    in_mb = [mcap_mb if p[0].startswith("filter MCAP") else mb for p in pairs]
     secs = {i: ([], []) for i in range(len(pairs))}
     rss = {}
     for rnd in range(rounds):
@@ -308,20 +372,24 @@ def bench_bag(a, tools, kind):
     rmtree(out2)()
     unlink(f_out)()
     unlink(f_out2)()
+    unlink(m_out)()
+    unlink(m_out2)()
+    rmtree(mcap_dir)()
 
     comp = "lz4 chunks" if a.compression == "lz4" else "uncompressed"
     print()
     n_img = images if kind == "images" else 0
     print(f"bag: {bag}, {mb:.1f} MB, {n_img + images * per:,} messages ({n_img:,} sensor_msgs/Image "
           f"{WIDTH}x{HEIGHT} rgb8, {images * per:,} sensor_msgs/Imu), {comp}; "
-          f"median of {rounds} round{'s' if rounds > 1 else ''}; MB/s = bag MB / wall s")
+          f"median of {rounds} round{'s' if rounds > 1 else ''}; MB/s = input MB / wall s"
+          + (f" (for filter MCAP the zstd MCAP of the bag, {mcap_mb:.1f} MB)" if mcap_mb else ""))
     print(f"filter: {expr}")
-    print(f"{'edgerec-tools':<20} {'MB/s':>9}  {'other':<27} {'MB/s':>9} {'edgerec/other':>14} {'edgerec peak RSS':>17}")
+    print(f"{'edgerec-tools':<24} {'MB/s':>9}  {'other':<27} {'MB/s':>9} {'edgerec/other':>14} {'edgerec peak RSS':>17}")
     results = []
     for i, (what, other, (ecmd, _), (ocmd, _)) in enumerate(pairs):
         e_s, o_s = statistics.median(secs[i][0]), statistics.median(secs[i][1])
-        e_r, o_r = mb / e_s, mb / o_s
-        print(f"{what:<20} {e_r:>9.1f}  {other:<27} {o_r:>9.1f} {e_r / o_r:>13.2f}x {rss[i] / 1024:>13.1f} MiB")
+        e_r, o_r = in_mb[i] / e_s, in_mb[i] / o_s
+        print(f"{what:<24} {e_r:>9.1f}  {other:<27} {o_r:>9.1f} {e_r / o_r:>13.2f}x {rss[i] / 1024:>13.1f} MiB")
         results.append({"bag": kind, "edgerec": what, "other": other, "edgerec_mb_s": round(e_r, 2),
                         "edgerec_peak_rss_kib": rss[i],
                         "other_mb_s": round(o_r, 2), "ratio": round(e_r / o_r, 3),
@@ -357,7 +425,13 @@ def main():
                     help="only these pairs (repeat; default all)")
     ap.add_argument("--make-bag", metavar="BAG", help=argparse.SUPPRESS)
     ap.add_argument("--read", nargs=2, metavar=("READER", "BAG"), help=argparse.SUPPRESS)
+    ap.add_argument("--mcap-filter", nargs=4, metavar=("IN", "OUT", "TOPIC", "START_NS"), help=argparse.SUPPRESS)
     a = ap.parse_args()
+    if a.mcap_filter:
+        src, dst, topic, start_ns = a.mcap_filter
+        if mcap_filter(src, dst, topic, int(start_ns)) == 0:
+            sys.exit(f"bench_tools: {src}: no {topic} message at or after {start_ns}")
+        return 0
     if a.make_bag:
         make_bag(a.make_bag, a.short, a.compression, (a.kind or ["images"])[0], a.images)
         return 0

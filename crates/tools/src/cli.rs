@@ -135,6 +135,10 @@ pub struct FilterArgs {
     /// bag is written uncompressed, as rosbag writes).
     #[arg(long, value_parser = ["none", "zstd", "lz4"])]
     pub compression: Option<String>,
+    /// Threads decompressing the input's MCAP chunks (default: one per
+    /// core, at most 8).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub threads: Option<u16>,
 }
 
 /// `reindex`.
@@ -480,6 +484,7 @@ pub fn filter_cmd(args: &FilterArgs) -> ExitCode {
                 .map(crate::filter::OutputKind::parse)
                 .transpose()?,
             compression: args.compression.as_deref().map(compression_of),
+            threads: args.threads.map(usize::from),
             expression: args
                 .expression
                 .as_deref()

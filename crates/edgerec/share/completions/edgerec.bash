@@ -558,7 +558,7 @@ _edgerec() {
             return 0
             ;;
         edgerec__subcmd__filter)
-            opts="-h --topics --regex --exclude --start --end --to --compression --help"
+            opts="-h --topics --regex --exclude --start --end --to --compression --threads --help"
             if [[ ${cur} == -* || ${COMP_CWORD} -eq 2 ]] ; then
                 COMPREPLY=( $(compgen -W "${opts}" -- "${cur}") )
                 return 0
@@ -590,6 +590,10 @@ _edgerec() {
                     ;;
                 --compression)
                     COMPREPLY=($(compgen -W "none zstd lz4" -- "${cur}"))
+                    return 0
+                    ;;
+                --threads)
+                    COMPREPLY=($(compgen -f "${cur}"))
                     return 0
                     ;;
                 *)

@@ -90,6 +90,7 @@ complete -c edgerec -n "__fish_edgerec_using_subcommand filter" -l to -d 'The ou
 complete -c edgerec -n "__fish_edgerec_using_subcommand filter" -l compression -d 'Chunk compression of an MCAP output (default: the input\'s; a ROS 1 bag is written uncompressed, as rosbag writes)' -r -f -a "none\t''
 zstd\t''
 lz4\t''"
+complete -c edgerec -n "__fish_edgerec_using_subcommand filter" -l threads -d 'Threads decompressing the input\'s MCAP chunks (default: one per core, at most 8)' -r
 complete -c edgerec -n "__fish_edgerec_using_subcommand filter" -s h -l help -d 'Print help'
 complete -c edgerec -n "__fish_edgerec_using_subcommand reindex" -s o -l output -d 'The new bag (default: `x.bag` beside `x.bag.active`, else `x.reindexed.bag`)' -r -F
 complete -c edgerec -n "__fish_edgerec_using_subcommand reindex" -s h -l help -d 'Print help'

@@ -84,6 +84,9 @@ pub struct FilterOptions {
     pub to: Option<OutputKind>,
     /// The output's chunk compression (default: the input's).
     pub compression: Option<Compression>,
+    /// Threads decompressing input chunks (default: one per core, at
+    /// most 8).
+    pub threads: Option<usize>,
     /// Keep only the messages this expression holds for ([`expr`]).
     pub expression: Option<edgerec_trigger::Condition>,
 }
@@ -319,6 +322,7 @@ pub fn filter(input: &Path, output: &Path, opts: &FilterOptions) -> Result<Filte
         topics: &opts.topics,
         start_ns,
         end_ns,
+        threads: opts.threads.unwrap_or_else(decompress::workers).max(1),
     };
     let mut damage = Vec::new();
     let (mut undecodable, mut first_undecodable) = (0, None);

@@ -54,6 +54,8 @@ pub(crate) struct Scope<'a> {
     pub start_ns: u64,
     /// The first log time past the window (`u64::MAX`: none).
     pub end_ns: u64,
+    /// Threads decompressing chunks.
+    pub threads: usize,
 }
 
 impl Scope<'_> {
@@ -154,7 +156,7 @@ fn read_indexed(
     let mut found: Option<Damage> = None;
     let mut index_damage: Option<Damage> = None;
     decompress::in_order::<ToolError>(
-        decompress::workers(),
+        scope.threads,
         || {
             let Some(c) = todo.next() else {
                 return Ok(None);

@@ -485,6 +485,12 @@ fn a_cut_or_corrupt_segment_is_kept_up_to_the_damage_and_ends_3() {
         20 + 100,
         "two chunks of the first, all the second"
     );
+    // One decompression thread: the same messages, the same damage.
+    let out1 = work.join("out1.mcap");
+    let r = run(&[s(&src), s(&out1), "--topics", "/b", "--threads", "1"]);
+    assert_eq!(r.status.code(), Some(3), "{}", stderr(&r));
+    assert!(stderr(&r).contains(&format!("at byte {third}")));
+    assert_eq!(cat_json(&out1), kept);
 }
 
 #[test]
@@ -510,6 +516,7 @@ fn bad_arguments_name_themselves_and_leave_nothing() {
             "the window keeps nothing",
         ),
         (&["--to", "tar"], 2, "--to \"tar\""),
+        (&["--threads", "0"], 2, "0 is not in 1..=64"),
     ];
     for (args, code, says) in cases {
         let mut a = vec![s(&src), s(&out)];
