@@ -706,6 +706,19 @@ def wait_for_acks(writer: DataWriter, timeout_s: float) -> bool:
     raise PeerError(f"dds wait_for_acks failed: {DDSException(ret, 'wait_for_acks')}")
 
 
+def matched(get: Callable[[], list]) -> list:
+    """The matched endpoints `get` (a writer's get_matched_subscriptions or a
+    reader's get_matched_publications) lists. cyclonedds 11 counts them
+    and then fetches them in two calls: a match arriving in between makes
+    its list one short and it raises IndexError; asked again, it answers."""
+    for _ in range(50):
+        try:
+            return get()
+        except IndexError:
+            time.sleep(0.01)
+    return get()
+
+
 def wait_until(predicate: Callable[[], bool], timeout_s: float, step_s: float = 0.02) -> bool:
     deadline = time.monotonic() + timeout_s
     while not predicate():
@@ -793,14 +806,14 @@ def cmd_publish(args: argparse.Namespace) -> int:
     writer = DataWriter(part.dp, topic, qos=qos)
 
     if args.wait_readers:
-        if not wait_until(lambda: len(writer.get_matched_subscriptions()) >= args.wait_readers,
+        if not wait_until(lambda: len(matched(writer.get_matched_subscriptions)) >= args.wait_readers,
                           args.wait_timeout):
-            raise PeerTimeout(f"{len(writer.get_matched_subscriptions())} of {args.wait_readers} "
+            raise PeerTimeout(f"{len(matched(writer.get_matched_subscriptions))} of {args.wait_readers} "
                               f"readers matched {args.topic} within {args.wait_timeout} s")
     if args.start_delay:
         time.sleep(args.start_delay)
 
-    matched_at_start = len(writer.get_matched_subscriptions())
+    matched_at_start = len(matched(writer.get_matched_subscriptions))
     period = 1.0 / args.rate if args.rate > 0 else 0.0
     max_late = 0.0
     first_ns = last_ns = 0
@@ -923,7 +936,7 @@ def cmd_subscribe(args: argparse.Namespace) -> int:
         "received_bytes": received_bytes, "invalid_samples": invalid,
         "decode_errors": len(decode_errors),
         "rate_hz": (received - 1) / span if received > 1 and span > 0 else None,
-        "matched_writers": len(reader.get_matched_publications()),
+        "matched_writers": len(matched(reader.get_matched_publications)),
     })
     if decode_errors:
         raise PeerError(f"{len(decode_errors)} samples did not decode as {args.type}: "
@@ -1003,12 +1016,12 @@ def cmd_call(args: argparse.Namespace) -> int:
 
     deadline = time.monotonic() + args.timeout
     # As rmw_service_server_is_available: both of the service's endpoints.
-    if not wait_until(lambda: bool(writer.get_matched_subscriptions())
-                      and bool(reader.get_matched_publications()), args.timeout):
+    if not wait_until(lambda: bool(matched(writer.get_matched_subscriptions))
+                      and bool(matched(reader.get_matched_publications)), args.timeout):
         raise PeerTimeout(
             f"no service {args.service} ({args.type}) within {args.timeout} s: "
-            f"request reader {'matched' if writer.get_matched_subscriptions() else 'not found'}, "
-            f"reply writer {'matched' if reader.get_matched_publications() else 'not found'}")
+            f"request reader {'matched' if matched(writer.get_matched_subscriptions) else 'not found'}, "
+            f"reply writer {'matched' if matched(reader.get_matched_publications) else 'not found'}")
 
     # cyclonedds returns the (unsigned) instance handle as a signed int.
     request.header_guid = writer.get_instance_handle() & 0xFFFF_FFFF_FFFF_FFFF
@@ -1049,7 +1062,7 @@ def client_reader_matched(writer: DataWriter, client_id: str) -> bool:
     """Whether the reply writer matched the reader of client `client_id`
     (rmw_cyclonedds check_for_response_reader)."""
     return any(endpoint_user_data(writer.get_matched_subscription_data(h)).get("clientid")
-               == client_id for h in writer.get_matched_subscriptions())
+               == client_id for h in matched(writer.get_matched_subscriptions))
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
