@@ -173,7 +173,7 @@ impl Journal {
         let path = self.path_of(&header.bucket, &header.key);
         let mut line = serde_json::to_string(header).unwrap_or_default();
         line.push('\n');
-        dir.write_atomic(&file_name(&path), line.as_bytes())
+        dir.write_atomic(&crate::upload::file_name(&path), line.as_bytes())
             .map_err(io(&path, "write the upload journal"))?;
         self.open(header)
     }
@@ -221,13 +221,6 @@ impl Entry {
             .and_then(|_| self.file.sync_data())
             .map_err(io(&self.path, "write the upload journal"))
     }
-}
-
-/// The last component of `path` (a journal's name in its directory).
-fn file_name(path: &Path) -> String {
-    path.file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default()
 }
 
 fn sync_dir(dir: &Path) {

@@ -44,8 +44,13 @@ pub(crate) fn decompress(c: &RawChunk) -> Records {
         .bytes
         .get(c.body_from..)
         .ok_or_else(|| "a chunk record shorter than its prefix".to_owned())?;
+    decompress_body(c.at, body)
+}
+
+/// Parses and decompresses the body of the Chunk record at `at`.
+pub(crate) fn decompress_body(at: u64, body: &[u8]) -> Records {
     let parsed = records::parse_chunk(body).map_err(|e| format!("chunk does not parse: {e}"))?;
-    decompress_chunk(&parsed, c.at).map_err(|e| e.to_string())
+    decompress_chunk(&parsed, at).map_err(|e| e.to_string())
 }
 
 type Job = (RawChunk, SyncSender<Records>);

@@ -18,7 +18,7 @@ use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use edgerec_format::info::{FileEntry, FileState};
-use edgerec_format::reader::{decompress_chunk, FileSummary, ReadOutcome, RecordReader};
+use edgerec_format::reader::{FileSummary, ReadOutcome, RecordReader};
 use edgerec_format::records::{self, op, Channel, MessageRef, Schema, MAGIC};
 
 use crate::error::{Result, ToolError};
@@ -219,15 +219,10 @@ fn chunk(
     sink: &mut dyn Sink,
     linear: bool,
 ) -> Result<Option<Damage>> {
-    let parsed = match records::parse_chunk(body) {
-        Ok(c) => c,
-        Err(e) => return Ok(Some(damage(path, at, format!("chunk does not parse: {e}")))),
-    };
-    let raw = match decompress_chunk(&parsed, at) {
-        Ok(r) => r,
-        Err(e) => return Ok(Some(damage(path, at, e.to_string()))),
-    };
-    chunk_records(path, at, &raw, kept, scope, sink, linear)
+    match decompress::decompress_body(at, body) {
+        Ok(raw) => chunk_records(path, at, &raw, kept, scope, sink, linear),
+        Err(what) => Ok(Some(damage(path, at, what))),
+    }
 }
 
 /// The messages of one chunk's decompressed records `raw`; with `linear`,
