@@ -483,6 +483,15 @@ class Record(Scenario):
                  ("edgerec-seq", "edgerec-io", "edgerec-close") and not c.startswith("(iou-")]
         check(not other, f"threads outside the storage stage under a real-time policy: {other}")
         self.note(f"SCHED_FIFO {RT_PRIO}: {sorted(fifo)}; {len(sched)} threads in all")
+        # As edgerec.service runs it: user and group edgerec (990 on this
+        # board), CAP_IPC_LOCK and CAP_SYS_NICE (bits 14 and 23) and
+        # nothing else, effective, bounding and ambient. The SCHED_FIFO
+        # above is what CAP_SYS_NICE is for; the O_DIRECT io_uring writes
+        # with registered buffers are what CAP_IPC_LOCK is for.
+        creds = [x.split() for _, x in b.reports("creds")]
+        want = ["990", "990"] + [f"{1 << 14 | 1 << 23:016x}"] * 3
+        check(creds == [want], f"the recorder's credentials {creds}, not {want}")
+        self.note("as user edgerec (990) with CAP_IPC_LOCK and CAP_SYS_NICE only")
         # ... and the status says so, from the same /proc.
         rt = mid["storage"].get("realtime") or {}
         check(rt.get("priority") == RT_PRIO and not rt.get("other")

@@ -52,16 +52,20 @@ pub(crate) fn timespec_ns(sec: i64, nsec: i64) -> i64 {
 /// The kernel's TAI-UTC offset in seconds (`struct timex.tai`), which makes
 /// CLOCK_TAI = CLOCK_REALTIME + offset. Zero until someone (ptp4l/phc2sys
 /// with `-a`/`-w`, chrony's `leapsectz`, ntpd) sets it.
+///
+/// Read as the difference of the two clocks rounded to whole seconds, not
+/// with adjtimex(2): the service's `ProtectClock=yes` forbids adjtimex
+/// (systemd's @clock set), even as the read-only query it would be here.
 pub(crate) fn kernel_tai_offset() -> io::Result<i32> {
-    // SAFETY: timex is plain integers (and a timeval); all-zero is a valid
-    // value, and modes = 0 makes adjtimex a read-only query.
-    let mut tx: libc::timex = unsafe { std::mem::zeroed() };
-    // SAFETY: `tx` is a valid, writable timex that outlives the call.
-    let rc = unsafe { libc::adjtimex(&mut tx) };
-    if rc < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(tx.tai)
+    let real = gettime_ns(libc::CLOCK_REALTIME)?;
+    let tai = gettime_ns(libc::CLOCK_TAI)?;
+    let diff = tai.saturating_sub(real);
+    let secs = diff.saturating_add(500_000_000).div_euclid(1_000_000_000);
+    i32::try_from(secs).map_err(|_| {
+        io::Error::other(format!(
+            "CLOCK_TAI - CLOCK_REALTIME is {diff} ns: not a TAI offset"
+        ))
+    })
 }
 
 /// `ETHTOOL_GET_TS_INFO` from linux/ethtool.h.
@@ -188,9 +192,25 @@ mod tests {
         }
     }
 
+    /// The kernel's own figure, from adjtimex(2) with modes 0 (a query).
+    fn adjtimex_tai() -> i32 {
+        // SAFETY: timex is plain integers (and a timeval); all-zero is a
+        // valid value, and modes = 0 makes adjtimex a read-only query.
+        let mut tx: libc::timex = unsafe { std::mem::zeroed() };
+        // SAFETY: `tx` is a valid, writable timex that outlives the call.
+        let rc = unsafe { libc::adjtimex(&mut tx) };
+        assert!(rc >= 0, "adjtimex: {}", io::Error::last_os_error());
+        tx.tai
+    }
+
+    #[test]
+    fn the_clocks_difference_is_adjtimex_s_tai_offset() {
+        assert_eq!(kernel_tai_offset().unwrap(), adjtimex_tai());
+    }
+
     #[test]
     fn realtime_and_tai_differ_by_the_kernel_offset() {
-        let tai = kernel_tai_offset().unwrap();
+        let tai = adjtimex_tai();
         let rt = gettime_ns(libc::CLOCK_REALTIME).unwrap();
         let t = gettime_ns(libc::CLOCK_TAI).unwrap();
         let diff = t - rt - i64::from(tai) * 1_000_000_000;

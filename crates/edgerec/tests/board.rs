@@ -29,6 +29,8 @@ const LAYOUT: &[&str] = &[
     "edgerec.toml",
     "kernel-cmdline",
     "udev/60-edgerec-nvme.rules",
+    "udev/61-edgerec-devices.rules",
+    "sysusers.d/edgerec.conf",
     "sysctl.d/60-edgerec-dds.conf",
     "systemd/edgerec.service",
     "systemd/edgerec-seed-config.service",
@@ -589,6 +591,16 @@ impl PtpConf {
             .map(|(_, _, v)| v.as_str())
     }
 
+    /// A port's setting, else the global one.
+    fn port(&self, port: &str, key: &str) -> Option<&str> {
+        self.items
+            .iter()
+            .rev()
+            .find(|(s, k, _)| s == port && k == key)
+            .map(|(_, _, v)| v.as_str())
+            .or_else(|| self.global(key))
+    }
+
     fn ports(&self) -> BTreeSet<&str> {
         self.items
             .iter()
@@ -1145,36 +1157,119 @@ fn recorder_unit_matches_the_config_and_the_binary() {
             "{b}: recording must not wait for a clock lock"
         );
 
-        // Hardening must leave the watchdog, the PHC, the LEDs, /data and
-        // ptp4l's socket directory usable.
+        // Least privilege that leaves what the recorder uses usable: the
+        // system user, the two capabilities it uses, /data, its runtime
+        // directory, the LEDs it drives and the devices it opens.
         let yes = |key: &str| {
             unit.get("Service", key)
                 .is_some_and(|v| ["yes", "true", "1", "on"].contains(&v))
         };
-        assert!(
-            !yes("PrivateDevices"),
-            "{b}: PrivateDevices hides /dev/watchdog0"
+        assert_eq!(
+            unit.get("Service", "User"),
+            Some("edgerec"),
+            "{b}: the recorder runs as the system user edgerec"
         );
-        assert!(
-            !yes("ProtectClock"),
-            "{b}: ProtectClock's DeviceAllow hides the PHC"
-        );
-        assert!(
-            unit.get("Service", "DevicePolicy").is_none()
-                && unit.get("Service", "DeviceAllow").is_none(),
-            "{b}: a device policy hides /dev/watchdog0 and /dev/ptp*"
-        );
-        if !cfg.leds.states.is_empty() {
+        let ambient = unit.words("Service", "AmbientCapabilities");
+        let bounding = unit.words("Service", "CapabilityBoundingSet");
+        for cap in &ambient {
             assert!(
-                !yes("ProtectKernelTunables"),
-                "{b}: the LEDs are written in /sys"
+                ["CAP_IPC_LOCK", "CAP_SYS_NICE"].contains(&cap.as_str()),
+                "{b}: ambient {cap}: only io_uring's memlock and SCHED_FIFO are used"
+            );
+            assert!(bounding.contains(cap), "{b}: {cap} ambient but not bounded");
+        }
+        if cfg.storage.realtime_priority > 0 {
+            assert!(
+                ambient.iter().any(|c| c == "CAP_SYS_NICE"),
+                "{b}: storage.realtime_priority = {} needs AmbientCapabilities=CAP_SYS_NICE",
+                cfg.storage.realtime_priority
             );
         }
-        assert_ne!(
-            unit.get("Service", "ProtectSystem"),
-            Some("strict"),
-            "{b}: strict makes /run (ptp4l's socket directory) and /data read-only"
+        let read_write = unit.words("Service", "ReadWritePaths");
+        let writable = |path: &Path| {
+            read_write
+                .iter()
+                .any(|w| is_under(path, Path::new(w.trim_start_matches('-'))))
+        };
+        if unit.get("Service", "ProtectSystem") == Some("strict") {
+            let runtime = Path::new("/run").join(unit.one("Service", "RuntimeDirectory"));
+            for (key, path) in [
+                ("recording.root", cfg.recording.root.as_path()),
+                ("health.fault_file", cfg.health.fault_file.as_path()),
+            ] {
+                assert!(
+                    writable(path),
+                    "{b}: {key} {} is read-only under ProtectSystem=strict: \
+                     add it to ReadWritePaths= ({read_write:?})",
+                    path.display()
+                );
+            }
+            for (key, path) in [
+                ("health.status_socket", cfg.health.status_socket.as_path()),
+                ("health.control_socket", cfg.health.control_socket.as_path()),
+            ] {
+                assert!(
+                    path.as_os_str().is_empty() || is_under(path, &runtime) || writable(path),
+                    "{b}: {key} {} is neither in {} nor writable",
+                    path.display(),
+                    runtime.display()
+                );
+            }
+        }
+        if yes("ProtectKernelTunables") {
+            // /sys is read-only but for each LED the board names.
+            for (_, leds) in &cfg.leds.states {
+                for (name, _) in leds {
+                    let dir = cfg.leds.sysfs_root.join(name);
+                    assert!(
+                        read_write
+                            .iter()
+                            .any(|w| w.trim_start_matches('-') == dir.as_os_str()),
+                        "{b}: LED {} is read-only under ProtectKernelTunables: \
+                         add ReadWritePaths=-{}",
+                        dir.display(),
+                        dir.display()
+                    );
+                }
+            }
+        }
+        if unit.get("Service", "DevicePolicy").is_some() {
+            let allowed = unit.values("Service", "DeviceAllow").join(" ");
+            let mut needs = vec![];
+            if !cfg.health.watchdog.as_os_str().is_empty() {
+                needs.push("char-watchdog");
+            }
+            // The PHC that ptp4l disciplines, read for the status.
+            if board.file("systemd/ptp4l-edgerec.service").exists() {
+                needs.push("char-ptp");
+            }
+            for need in needs {
+                assert!(
+                    allowed.contains(need),
+                    "{b}: DevicePolicy without DeviceAllow={need}: {allowed}"
+                );
+            }
+        }
+        assert!(
+            !yes("PrivateDevices"),
+            "{b}: PrivateDevices hides /dev/watchdog0 and the PHC"
         );
+        // The memory budgets and the program fit under MemoryHigh, below
+        // MemoryMax.
+        let high = unit
+            .get("Service", "MemoryHigh")
+            .and_then(parse_limit_bytes);
+        let max = unit.get("Service", "MemoryMax").and_then(parse_limit_bytes);
+        if let (Some(high), Some(max)) = (high, max) {
+            let need = cfg.pipeline.memory_budget + cfg.triggers.memory_budget + (512 << 20);
+            assert!(
+                need <= high && high < max,
+                "{b}: the budgets (pipeline {} + triggers {} + 512 MiB for the program = {need}) \
+                 must fit under MemoryHigh {high}, below MemoryMax {max}",
+                cfg.pipeline.memory_budget,
+                cfg.triggers.memory_budget
+            );
+        }
     }
 }
 
@@ -1296,6 +1391,19 @@ fn ptp_configuration_agrees_with_the_clock_and_phc2sys() {
             "{b}: where the recipe installs linuxptp/ptp4l.conf"
         );
 
+        // The ptp4l unit allows no IP traffic (IPAddressDeny=any): every
+        // port speaks layer 2 (UDP is linuxptp's default).
+        let ptp4l_unit = board.unit("ptp4l-edgerec.service");
+        if ptp4l_unit.get("Service", "IPAddressDeny") == Some("any") {
+            for port in &ports {
+                assert_eq!(
+                    conf.port(port, "network_transport"),
+                    Some("L2"),
+                    "{b}: port {port}: ptp4l-edgerec.service denies IP (IPAddressDeny=any)"
+                );
+            }
+        }
+
         let wrong = clock_disagreements(&conf, &cfg);
         assert!(wrong.is_empty(), "{b}: {}", wrong.join("; "));
     }
@@ -1321,11 +1429,15 @@ fn ptp_configuration_agrees_with_the_clock_and_phc2sys() {
 fn clock_disagreements(conf: &PtpConf, cfg: &Config) -> Vec<String> {
     let mut wrong = Vec::new();
     let uds = conf.global("uds_address").unwrap_or("/var/run/ptp4l");
+    let uds_ro = conf.global("uds_ro_address").unwrap_or("/var/run/ptp4lro");
     let domain = conf.global("domainNumber").unwrap_or("0");
     if !cfg.clock.ptp4l_socket.as_os_str().is_empty() {
-        if cfg.clock.ptp4l_socket != Path::new(uds) {
+        // The read-only socket: the recorder only asks, as an unprivileged
+        // user, and ptp4l's read-write socket is root's (mode 0660).
+        if cfg.clock.ptp4l_socket != Path::new(uds_ro) {
             wrong.push(format!(
-                "clock.ptp4l_socket {} is not ptp4l's uds_address {uds}",
+                "clock.ptp4l_socket {} is not ptp4l's read-only uds_ro_address {uds_ro} \
+                 (uds_address {uds} is root's)",
                 cfg.clock.ptp4l_socket.display()
             ));
         }
@@ -1441,13 +1553,37 @@ fn seed_service_never_overwrites_the_users_configuration() {
         let dir = tempfile::tempdir().expect("tempdir");
         let root = dir.path().to_string_lossy().into_owned();
         assert!(!root.contains("/data/") && !root.contains("/usr/share/"));
+        // The recorder's user is not on this machine: root stands in.
+        assert!(
+            script.contains("owner=edgerec:edgerec;"),
+            "the seed gives /data/edgerec to the recorder's user"
+        );
         let script = script
             .replace("/data/", &format!("{root}/data/"))
-            .replace("/usr/share/edgerec/", &format!("{root}/usr/share/edgerec/"));
+            .replace("/usr/share/edgerec/", &format!("{root}/usr/share/edgerec/"))
+            .replace("owner=edgerec:edgerec;", "owner=root:root;");
         let shipped = dir.path().join("usr/share/edgerec/edgerec.toml");
         std::fs::create_dir_all(shipped.parent().expect("a parent")).expect("mkdir");
         std::fs::write(&shipped, board.read("edgerec.toml")).expect("write");
-        std::fs::create_dir_all(dir.path().join("data")).expect("mkdir");
+        // An earlier image's tree, owned by another user, holding a link
+        // to a file outside: the tree changes hands, the file outside
+        // does not.
+        let old_tree = dir.path().join("data/edgerec/recordings/old-session");
+        std::fs::create_dir_all(&old_tree).expect("mkdir");
+        let outside = dir.path().join("outside");
+        std::fs::write(&outside, "not the recorder's").expect("write");
+        std::os::unix::fs::symlink(&outside, old_tree.join("link")).expect("symlink");
+        let stranger = 4242;
+        // Only root can give files away (these tests run as root).
+        let mut as_root = true;
+        for p in [
+            dir.path().join("data/edgerec"),
+            dir.path().join("data/edgerec/recordings"),
+            old_tree.clone(),
+            outside.clone(),
+        ] {
+            as_root &= std::os::unix::fs::chown(&p, Some(stranger), Some(stranger)).is_ok();
+        }
         let seeded = dir.path().join("data/edgerec/edgerec.toml");
         let run = || {
             Command::new("sh")
@@ -1467,6 +1603,19 @@ fn seed_service_never_overwrites_the_users_configuration() {
         );
         assert!(dir.path().join("data/edgerec/recordings").is_dir());
         assert!(!dir.path().join("data/edgerec/.edgerec.toml.seed").exists());
+        if as_root {
+            use std::os::unix::fs::MetadataExt;
+            for p in ["data/edgerec", "data/edgerec/recordings/old-session"] {
+                let m = std::fs::symlink_metadata(dir.path().join(p)).expect("stat");
+                assert_eq!(
+                    (m.uid(), m.gid()),
+                    (0, 0),
+                    "{p}: given to the recorder's user"
+                );
+            }
+            let m = std::fs::metadata(&outside).expect("stat");
+            assert_eq!(m.uid(), stranger, "the seed's chown followed a link");
+        }
 
         // The user's edit survives every later boot.
         std::fs::write(&seeded, "# the user's\n").expect("edit");
@@ -1965,12 +2114,16 @@ fn offload_is_provisioned_on_data_and_the_unit_lets_it_connect() {
                 b.name
             );
         }
-        assert_ne!(
-            unit.get("Service", "ProtectSystem"),
-            Some("strict"),
-            "{}: ProtectSystem=strict makes /data read-only (the journal, the ledger)",
-            b.name
-        );
+        if unit.get("Service", "ProtectSystem") == Some("strict") {
+            let rw = unit.words("Service", "ReadWritePaths");
+            assert!(
+                rw.iter()
+                    .any(|w| is_under(&cfg.recording.root, Path::new(w.trim_start_matches('-')))),
+                "{}: ProtectSystem=strict without /data in ReadWritePaths= makes the \
+                 upload journal and the ledger read-only",
+                b.name
+            );
+        }
     }
     let readme = std::fs::read_to_string(boards_dir().join("README.md")).unwrap();
     assert!(
@@ -2226,5 +2379,59 @@ fn the_journal_is_kept_on_data_and_survives_power_off() {
             .permissions()
             .mode();
         assert_eq!(mode & 0o7777, 0o2755, "{b}: journal directory mode");
+    }
+}
+
+/// The units that run edgerec's code or touch its clock: their exposure
+/// (`systemd-analyze security --offline=yes`) stays at or below 2.5, and
+/// docs/security.md states each figure as measured here.
+const SANDBOXED_UNITS: [&str; 4] = [
+    "edgerec.service",
+    "edgerec-fault-led.service",
+    "ptp4l-edgerec.service",
+    "phc2sys-edgerec.service",
+];
+
+#[test]
+fn sandboxed_units_score_at_most_2_5_as_the_docs_say() {
+    let test = "sandboxed_units_score_at_most_2_5_as_the_docs_say";
+    if let Some(tool) = missing_tool(&["systemd-analyze"]) {
+        return skip(test, &format!("{tool} is not installed"));
+    }
+    let docs = std::fs::read_to_string(boards_dir().join("../docs/security.md"))
+        .expect("docs/security.md");
+    for board in boards() {
+        if !board.file("systemd/edgerec.service").exists() {
+            continue;
+        }
+        for name in SANDBOXED_UNITS {
+            let path = board.file(&format!("systemd/{name}"));
+            let (o, killed) = run_for(
+                Command::new("systemd-analyze")
+                    .args(["security", "--offline=yes", "--no-pager"])
+                    .arg(&path),
+                Duration::from_secs(60),
+            );
+            assert!(!killed, "systemd-analyze security {name} hung");
+            let said = output_text(&o);
+            let overall = said
+                .lines()
+                .find_map(|l| l.split_once(&format!("Overall exposure level for {name}: ")))
+                .and_then(|(_, rest)| rest.split_whitespace().next())
+                .unwrap_or_else(|| panic!("{}: {name}: no overall level in:\n{said}", board.name));
+            let score: f64 = overall.parse().expect("a number");
+            println!("{}: {name}: exposure {overall}", board.name);
+            assert!(
+                score <= 2.5,
+                "{}: {name} scores {overall} (at most 2.5):\n{said}",
+                board.name
+            );
+            let row = format!("| `{name}` | {overall} |");
+            assert!(
+                docs.contains(&row),
+                "docs/security.md (\"The service's sandbox\") lacks the row `{row}`: \
+                 the figure measured now"
+            );
+        }
     }
 }

@@ -11,6 +11,7 @@ use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
@@ -336,8 +337,33 @@ fn apply(led: &Led, pattern: LedPattern, writes: &mut u64) -> io::Result<()> {
             // once the timer trigger is set; a test directory just gets
             // the files created.
             write_attr(&led.dir, "trigger", "timer", writes)?;
-            write_attr(&led.dir, "delay_on", &on_ms.to_string(), writes)?;
-            write_attr(&led.dir, "delay_off", &off_ms.to_string(), writes)
+            let deadline = Instant::now() + UDEV_WAIT;
+            retry_denied(deadline, || {
+                write_attr(&led.dir, "delay_on", &on_ms.to_string(), writes)
+            })?;
+            retry_denied(deadline, || {
+                write_attr(&led.dir, "delay_off", &off_ms.to_string(), writes)
+            })
+        }
+    }
+}
+
+/// How long a blink waits for the board's udev rule. The kernel makes
+/// `delay_on` and `delay_off` anew, owned by root, each time the trigger
+/// becomes `timer`, and announces it with a change event (TRIGGER=timer);
+/// the rule (udev/61-edgerec-devices.rules) gives them to the recorder's
+/// group. The recorder, not root, may try before the rule has run.
+const UDEV_WAIT: Duration = Duration::from_millis(250);
+
+/// `write` again every 5 ms while it is refused for permission, until
+/// `deadline`; any other outcome at once.
+fn retry_denied(deadline: Instant, mut write: impl FnMut() -> io::Result<()>) -> io::Result<()> {
+    loop {
+        match write() {
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied && Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            other => return other,
         }
     }
 }
@@ -357,6 +383,38 @@ fn write_attr(dir: &Path, attr: &str, value: &str, writes: &mut u64) -> io::Resu
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refused_delay_is_written_once_udev_gives_it_to_the_group() {
+        let mut tries = 0;
+        let r = retry_denied(Instant::now() + Duration::from_secs(5), || {
+            tries += 1;
+            if tries < 3 {
+                Err(io::Error::from(io::ErrorKind::PermissionDenied))
+            } else {
+                Ok(())
+            }
+        });
+        assert!(r.is_ok());
+        assert_eq!(tries, 3);
+    }
+
+    #[test]
+    fn a_delay_still_refused_at_the_deadline_is_an_error_and_others_are_not_retried() {
+        let start = Instant::now();
+        let r = retry_denied(start + Duration::from_millis(30), || {
+            Err(io::Error::from(io::ErrorKind::PermissionDenied))
+        });
+        assert_eq!(r.unwrap_err().kind(), io::ErrorKind::PermissionDenied);
+        assert!(start.elapsed() >= Duration::from_millis(30));
+        let mut tries = 0;
+        let r = retry_denied(Instant::now() + Duration::from_secs(5), || {
+            tries += 1;
+            Err(io::Error::from(io::ErrorKind::NotFound))
+        });
+        assert_eq!(r.unwrap_err().kind(), io::ErrorKind::NotFound);
+        assert_eq!(tries, 1);
+    }
 
     #[test]
     fn patterns_parse() {

@@ -124,9 +124,47 @@ wait_recording() {
     return 1
 }
 
-# Starts `edgerec run` in the background with the given arguments; sets $pid.
+# The recorder's user and group (/etc/passwd and /etc/group of the
+# board's initramfs, as sysusers.d/edgerec.conf makes them on the
+# appliance), and its capabilities as edgerec.service gives them:
+# CAP_IPC_LOCK (14) and CAP_SYS_NICE (23), ambient, nothing else.
+EDGEREC_UID=990
+EDGEREC_GID=990
+EDGEREC_CAPS=14,23
+# What the appliance's udev rules (61-edgerec-devices.rules), its seed
+# unit and RuntimeDirectory= do, by hand: this board has no systemd and
+# no udev. "@@ as-user UID GID CAPS".
+as_recorder_setup() {
+    mkdir -p /run/edgerec
+    chown "$EDGEREC_UID:$EDGEREC_GID" /run/edgerec
+    chmod 0755 /run/edgerec
+    for d in /dev/watchdog[0-9]* /dev/gpiochip[0-9]* /dev/ptp[0-9]*; do
+        [ -e "$d" ] || continue
+        chgrp "$EDGEREC_GID" "$d"
+        case "$d" in /dev/ptp*) chmod 0640 "$d" ;; *) chmod 0660 "$d" ;; esac
+    done
+    # The scenario's files (root's, written before the start) become the
+    # recorder's, as the seed unit gives /data/edgerec away; -h changes
+    # a link itself, never what it points at.
+    [ -d /data/edgerec ] && chown -R -h "$EDGEREC_UID:$EDGEREC_GID" /data/edgerec
+    say "as-user $EDGEREC_UID $EDGEREC_GID $EDGEREC_CAPS"
+}
+
+# `edgerec run` as the unit runs it: user edgerec with the two ambient
+# capabilities (edgerec-as, image/qemu/as-user.c, which execs edgerec in
+# its own process), its rooms and runtime directory in the environment.
+run_edgerec() {
+    as_recorder_setup
+    EDGEREC_DATA_DIR=/data EDGEREC_RUNTIME_DIR=/run/edgerec RUNTIME_DIRECTORY=/run/edgerec \
+        edgerec-as "$EDGEREC_UID" "$EDGEREC_GID" "$EDGEREC_CAPS" edgerec run "$@"
+}
+
+# Starts `edgerec run` (as run_edgerec does) in the background with the
+# given arguments; sets $pid, the recorder's own.
 start_edgerec() {
-    edgerec run --config "$CFG" --quiet "$@" &
+    as_recorder_setup
+    EDGEREC_DATA_DIR=/data EDGEREC_RUNTIME_DIR=/run/edgerec RUNTIME_DIRECTORY=/run/edgerec \
+        edgerec-as "$EDGEREC_UID" "$EDGEREC_GID" "$EDGEREC_CAPS" edgerec run --config "$CFG" --quiet "$@" &
     pid=$!
     say "edgerec-started pid=$pid uptime=$(uptime_s)"
 }

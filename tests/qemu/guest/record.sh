@@ -10,4 +10,6 @@ wait_recording "$pid" 30 || say "not-recording"
 sleep $((secs / 2))
 status
 sched "$pid"
+# "@@ creds UID GID CAPEFF CAPBND CAPAMB": who the recorder runs as.
+say "creds $(awk '/^Uid:/ {u=$2} /^Gid:/ {g=$2} /^CapEff:/ {e=$2} /^CapBnd:/ {b=$2} /^CapAmb:/ {a=$2} END {print u, g, e, b, a}' /proc/"$pid"/status)"
 wait_edgerec

@@ -6,7 +6,7 @@
 # (twice the watchdog timeout) later, on every boot.
 # shellcheck source=tests/qemu/guest/common.sh
 . /scenarios/common.sh
-edgerec run --config /data/edgerec/bad-clock.toml --quiet
+run_edgerec --config /data/edgerec/bad-clock.toml --quiet
 say "edgerec-exit rc=$? uptime=$(uptime_s)"
 sleep "$(arg edgerec.wait 8)"
 say "no-reset uptime=$(uptime_s)"

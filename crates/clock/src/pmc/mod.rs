@@ -95,7 +95,20 @@ impl PmcClient {
             "edgerec-pmc.{pid}.{}",
             CLIENTS.fetch_add(1, Ordering::Relaxed)
         );
-        let mut dirs = Vec::with_capacity(2);
+        let mut dirs = Vec::with_capacity(3);
+        // Where ptp4l can answer: systemd's RuntimeDirectory= of the
+        // service (its first, in $RUNTIME_DIRECTORY), which an unprivileged
+        // recorder may write and which is outside its PrivateTmp (ptp4l
+        // resolves the reply's path in its own mount namespace); else
+        // beside ptp4l's socket (root's /var/run); else the temporary
+        // directory.
+        if let Some(run) = std::env::var_os("RUNTIME_DIRECTORY") {
+            if let Some(first) = std::env::split_paths(&run).next() {
+                if first.is_absolute() {
+                    dirs.push(first);
+                }
+            }
+        }
         if let Some(dir) = server.parent().filter(|d| !d.as_os_str().is_empty()) {
             dirs.push(dir.to_path_buf());
         }

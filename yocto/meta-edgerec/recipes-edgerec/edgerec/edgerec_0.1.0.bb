@@ -44,7 +44,14 @@ S = "${WORKDIR}/git"
 # builds --frozen from these, offline.
 require ${BPN}-crates.inc
 
-inherit cargo cargo-update-recipe-crates pkgconfig systemd
+inherit cargo cargo-update-recipe-crates pkgconfig systemd useradd
+
+# The recorder's system user and group (edgerec.service runs as edgerec,
+# not root), made at build time on the read-only root file system; the
+# same as the board's sysusers.d/edgerec.conf.
+USERADD_PACKAGES = "${PN}"
+GROUPADD_PARAM:${PN} = "--system edgerec"
+USERADD_PARAM:${PN} = "--system --no-create-home --home-dir ${EDGEREC_DATA_DIR}/edgerec --shell /sbin/nologin --gid edgerec edgerec"
 
 # See DEPENDS: libclang for bindgen, which parses the target's headers
 # with the target's flags (the sysroot is in TOOLCHAIN_OPTIONS), not the
@@ -84,6 +91,8 @@ do_install() {
         [ -e "$f" ] || continue
         install -m 0644 "$f" ${D}${nonarch_base_libdir}/udev/rules.d/
     done
+
+    install -D -m 0644 "$board/sysusers.d/edgerec.conf" ${D}${nonarch_libdir}/sysusers.d/edgerec.conf
 
     # install(1) follows symlinks: board/qemuarm64 may link to
     # ../jetson-agx-orin files.
@@ -145,6 +154,7 @@ FILES:${PN}-ptp += "${sysconfdir}/linuxptp/edgerec-ptp4l.conf \
 FILES:${PN}-jetson-clocks += "${systemd_system_unitdir}/jetson-clocks.service"
 # ${datadir}/edgerec is in FILES:${PN} by default (${datadir}/${BPN}).
 FILES:${PN} += "${nonarch_base_libdir}/udev/rules.d \
+                ${nonarch_libdir}/sysusers.d \
                 ${datadir}/bash-completion \
                 ${datadir}/zsh \
                 ${datadir}/fish \
